@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef BRISK_BLOCK_BLOCK_H
+#define BRISK_BLOCK_BLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct iothread;
+
+/*
+ * block/ knows files, not virtio.  A blk_file is an open image; a
+ * blk_queue is one submission/completion channel on one I/O thread
+ * (virtio-blk uses one per virtqueue).  Requests are staged with
+ * blk_queue_add() and go to the kernel together at blk_queue_submit(), so
+ * a batch of popped requests costs one syscall.  Completions run req->cb on
+ * the queue's I/O thread.
+ */
+enum blk_aio { BLK_AIO_IO_URING, BLK_AIO_THREADS };
+enum blk_cache { BLK_CACHE_WRITEBACK, BLK_CACHE_NONE };
+
+struct blk_file_opts {
+	const char *path;
+	bool readonly;
+	enum blk_cache cache;
+};
+
+struct blk_file {
+	int fd;
+	uint64_t size;		/* bytes */
+	bool readonly;
+	bool direct;		/* opened O_DIRECT */
+	unsigned int align;	/* buffer/offset alignment O_DIRECT needs */
+	char *path;
+	bool error_reported;	/* error_report_once() flag */
+};
+
+/* Opens and checks the file; on failure one error_report() line and NULL. */
+struct blk_file *blk_file_open(const struct blk_file_opts *opts);
+void blk_file_close(struct blk_file *f);
+
+enum blk_op {
+	BLK_OP_READ,
+	BLK_OP_WRITE,
+	BLK_OP_FLUSH,		/* fdatasync */
+	BLK_OP_DISCARD,		/* punch a hole */
+	BLK_OP_WRITE_ZEROES,	/* unmap: may punch a hole instead of writing */
+};
+
+struct blk_req {
+	enum blk_op op;
+	uint64_t offset;	/* bytes */
+	uint64_t len;		/* DISCARD / WRITE_ZEROES only */
+	bool unmap;		/* WRITE_ZEROES only */
+	struct iovec *iov;	/* READ / WRITE; the backend may advance it */
+	int iovcnt;
+	/* res: bytes transferred (whole request), 0, or -errno */
+	void (*cb)(struct blk_req *req, int64_t res);
+	/* backend-private */
+	uint64_t done;
+	struct blk_req *next;
+};
+
+struct blk_queue *blk_queue_new(struct blk_file *f, struct iothread *t,
+				enum blk_aio aio);
+void blk_queue_add(struct blk_queue *q, struct blk_req *req);
+void blk_queue_submit(struct blk_queue *q);
+/* Waits for everything in flight to complete (callbacks run), then frees. */
+void blk_queue_free(struct blk_queue *q);
+/* The backend really in use (io_uring may fall back to threads). */
+enum blk_aio blk_queue_aio(const struct blk_queue *q);
+
+#endif

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef BRISK_HW_BLOCK_VIRTIO_BLK_H
+#define BRISK_HW_BLOCK_VIRTIO_BLK_H
+
+struct machine;
+
+/*
+ * The command-line face of virtio-blk.  The CLI hands every -drive argument
+ * and every "-device virtio-blk-pci,..." argument here as it meets them;
+ * each call reports one clear line through error_report() and returns -1
+ * on bad input.  blk_cmdline_finish() checks what only the whole command
+ * line can tell (a -device naming no -drive, a drive no device uses...).
+ * blk_devices_create() opens the files and plugs the devices into
+ * m->pci; it is called once the board has made the PCI bus.
+ */
+struct blk_cmdline;
+
+struct blk_cmdline *blk_cmdline_new(void);
+int blk_cmdline_drive(struct blk_cmdline *c, const char *arg);
+int blk_cmdline_device(struct blk_cmdline *c, const char *arg);
+int blk_cmdline_finish(struct blk_cmdline *c);
+int blk_devices_create(struct blk_cmdline *c, struct machine *m);
+/* Stops I/O threads and flushes and closes the drives. */
+void blk_devices_destroy(struct blk_cmdline *c);
+void blk_cmdline_free(struct blk_cmdline *c);
+
+#endif

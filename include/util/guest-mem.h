@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef BRISK_UTIL_GUEST_MEM_H
+#define BRISK_UTIL_GUEST_MEM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#define GUEST_MEM_MAX_REGIONS 4
+
+/* A range of guest-physical RAM backed by host memory at hva. */
+struct guest_region {
+	uint64_t gpa;
+	uint64_t size;
+	uint8_t *hva;
+};
+
+struct guest_mem {
+	struct guest_region region[GUEST_MEM_MAX_REGIONS];
+	unsigned nr_regions;
+	uint64_t ram_size;	/* sum of region sizes */
+};
+
+/* Regions must not overlap; returns -1 if the table is full. */
+int guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size, void *hva);
+
+/*
+ * The one place where a guest-physical address becomes a host pointer.
+ * Returns NULL unless [gpa, gpa + len) lies wholly inside one RAM region
+ * without wrapping.  len == 0 is checked as a 1-byte access, so a returned
+ * pointer always points into guest RAM.
+ */
+void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
+
+/* Copy helpers: false (and nothing copied) when the range is not RAM. */
+bool guest_mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst, size_t len);
+bool guest_mem_write(const struct guest_mem *mem, uint64_t gpa, const void *src, size_t len);
+
+#endif

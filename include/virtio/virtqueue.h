@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef BRISK_VIRTIO_VIRTQUEUE_H
+#define BRISK_VIRTIO_VIRTQUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "util/guest-mem.h"
+
+/* Largest queue brisk offers; sizes the on-stack gather arrays of pop. */
+#define VIRTQUEUE_MAX_SIZE 1024
+
+/*
+ * One popped chain.  Device-readable buffers come first in the chain and
+ * land in out_*, device-writable ones in in_* (the guest's point of view).
+ * Pop allocates the element with only the entries it used; the device frees
+ * it with free() once pushed or dropped.
+ */
+struct vq_elem {
+	uint16_t index;		/* head (split) or buffer id (packed) */
+	uint16_t ndescs;	/* ring slots the chain used (packed) */
+	unsigned int out_num;
+	unsigned int in_num;
+	uint64_t *out_addr;
+	uint64_t *in_addr;
+	struct iovec *out_sg;
+	struct iovec *in_sg;
+};
+
+/*
+ * Transport-agnostic ring state.  The transport writes the fields above the
+ * line while the queue is disabled, then calls virtqueue_enable(); the rest
+ * belongs to virtio/.
+ */
+struct virtqueue {
+	uint16_t num;		/* queue size, power of two for split */
+	uint64_t desc_addr;	/* descriptor area */
+	uint64_t driver_addr;	/* avail ring / driver event suppression */
+	uint64_t device_addr;	/* used ring / device event suppression */
+	/* ---- */
+	const struct guest_mem *mem;
+	bool packed;
+	bool event_idx;
+	bool indirect;
+	bool enabled;
+	bool broken;		/* a guest error was seen; pop refuses until reset */
+
+	/* split ring */
+	uint16_t last_avail_idx;
+	uint16_t shadow_avail_idx;
+	uint16_t used_idx;
+
+	/* packed ring */
+	uint16_t last_avail;	/* next descriptor slot to read */
+	bool last_avail_wrap;
+	uint16_t used_slot;	/* next descriptor slot to write back */
+	bool used_wrap;
+
+	/* notification suppression */
+	uint16_t signalled_used;
+	bool signalled_used_valid;
+	unsigned int inflight;	/* popped, not yet flushed */
+	/* fill() stages here, flush() publishes */
+	unsigned int pending;
+};
+
+/* Feature bits the ring layer understands (VIRTIO 1.2, 6). */
+#define VIRTIO_F_RING_INDIRECT_DESC 28
+#define VIRTIO_F_RING_EVENT_IDX 29
+#define VIRTIO_F_VERSION_1 32
+#define VIRTIO_F_RING_PACKED 34
+
+void virtqueue_init(struct virtqueue *vq, const struct guest_mem *mem);
+/*
+ * Checks size and ring addresses (inside guest RAM, aligned) against the
+ * negotiated features and starts the queue.  -1: the driver set it up wrong.
+ */
+int virtqueue_enable(struct virtqueue *vq, uint64_t features);
+/* Forget everything in flight; back to the state after init. */
+void virtqueue_reset(struct virtqueue *vq);
+
+/*
+ * Takes the next available chain.  Returns 1 with *elem set, 0 when the ring
+ * is empty, -1 when the guest broke the ring rules: vq->broken is then set
+ * and the device must enter VIRTIO_CONFIG_S_NEEDS_RESET.  size >= sizeof
+ * (struct vq_elem) lets a device embed the element at the start of its own
+ * request struct.
+ */
+int virtqueue_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem);
+
+/* Stage elem as used with len bytes written, idx-th of a batch. */
+void virtqueue_fill(struct virtqueue *vq, const struct vq_elem *elem,
+		    uint32_t len, unsigned int idx);
+/* Publish count staged elements to the driver in one go. */
+void virtqueue_flush(struct virtqueue *vq, unsigned int count);
+/* fill + flush of one element. */
+void virtqueue_push(struct virtqueue *vq, const struct vq_elem *elem, uint32_t len);
+
+/* Whether the driver wants an interrupt for what was flushed (EVENT_IDX aware). */
+bool virtqueue_should_notify(struct virtqueue *vq);
+/* Ask the driver for (or to stop sending) kicks, e.g. around a poll loop. */
+void virtqueue_set_notification(struct virtqueue *vq, bool enable);
+/* True if the driver has made buffers available that pop has not taken. */
+bool virtqueue_has_work(struct virtqueue *vq);
+
+#endif

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "util/iothread.h"
+#include "util/log.h"
+
+#define IOTHREAD_MAX_EVENTS 64
+
+struct iothread_handler {
+	int fd;
+	iothread_fn fn;
+	void *opaque;
+	struct iothread_handler *next;
+};
+
+struct iothread {
+	const char *name;
+	int epfd;
+	int stop_fd;		/* written by iothread_free() to end the loop */
+	pthread_t thread;
+	bool running;
+	/*
+	 * Held while handlers run, so del_fd() from another thread waits for
+	 * a running handler to finish.  Recursive: a handler may add or
+	 * remove fds of its own thread.
+	 */
+	pthread_mutex_t lock;
+	struct iothread_handler *handlers;
+};
+
+struct iothread *iothread_new(const char *name)
+{
+	struct iothread *t = calloc(1, sizeof(*t));
+	pthread_mutexattr_t attr;
+
+	if (!t)
+		return NULL;
+	t->name = name;
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	t->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (t->epfd < 0 || t->stop_fd < 0) {
+		error_report("iothread %s: %s", name, strerror(errno));
+		if (t->epfd >= 0)
+			close(t->epfd);
+		if (t->stop_fd >= 0)
+			close(t->stop_fd);
+		free(t);
+		return NULL;
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+
+	epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->stop_fd, &ev);
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&t->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	return t;
+}
+
+int iothread_add_fd(struct iothread *t, int fd, iothread_fn fn, void *opaque)
+{
+	struct iothread_handler *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return -1;
+	*h = (struct iothread_handler){ .fd = fd, .fn = fn, .opaque = opaque };
+	pthread_mutex_lock(&t->lock);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = h };
+
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		pthread_mutex_unlock(&t->lock);
+		free(h);
+		return -1;
+	}
+	h->next = t->handlers;
+	t->handlers = h;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+void iothread_del_fd(struct iothread *t, int fd)
+{
+	pthread_mutex_lock(&t->lock);
+	for (struct iothread_handler **p = &t->handlers; *p; p = &(*p)->next) {
+		struct iothread_handler *h = *p;
+
+		if (h->fd != fd)
+			continue;
+		epoll_ctl(t->epfd, EPOLL_CTL_DEL, fd, NULL);
+		*p = h->next;
+		/*
+		 * Events already fetched by the running poll may still name h:
+		 * mark it dead instead of freeing it under them.
+		 */
+		h->fn = NULL;
+		h->next = NULL;
+		h->fd = -1;
+		free(h);
+		break;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+static bool iothread_live(struct iothread *t, struct iothread_handler *h)
+{
+	for (struct iothread_handler *p = t->handlers; p; p = p->next)
+		if (p == h)
+			return true;
+	return false;
+}
+
+int iothread_poll(struct iothread *t, int timeout_ms)
+{
+	struct epoll_event ev[IOTHREAD_MAX_EVENTS];
+	int n, ran = 0;
+
+	n = epoll_wait(t->epfd, ev, IOTHREAD_MAX_EVENTS, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -1;
+	pthread_mutex_lock(&t->lock);
+	for (int i = 0; i < n; i++) {
+		struct iothread_handler *h = ev[i].data.ptr;
+
+		if (!h) {
+			t->running = false;
+			continue;
+		}
+		/* A handler earlier in this batch may have removed h. */
+		if (!iothread_live(t, h))
+			continue;
+		h->fn(h->opaque);
+		ran++;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ran;
+}
+
+static void *iothread_main(void *arg)
+{
+	struct iothread *t = arg;
+
+	while (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE))
+		if (iothread_poll(t, -1) < 0)
+			break;
+	return NULL;
+}
+
+int iothread_start(struct iothread *t)
+{
+	t->running = true;
+	if (pthread_create(&t->thread, NULL, iothread_main, t)) {
+		t->running = false;
+		return -1;
+	}
+	pthread_setname_np(t->thread, t->name);
+	return 0;
+}
+
+void iothread_free(struct iothread *t)
+{
+	if (!t)
+		return;
+	if (t->running) {
+		uint64_t one = 1;
+
+		if (write(t->stop_fd, &one, sizeof(one)) < 0)
+			abort();
+		pthread_join(t->thread, NULL);
+	}
+	while (t->handlers) {
+		struct iothread_handler *h = t->handlers;
+
+		t->handlers = h->next;
+		free(h);
+	}
+	close(t->stop_fd);
+	close(t->epfd);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
