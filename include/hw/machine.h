@@ -22,6 +22,21 @@ struct machine {
 	struct irq_chip irq;
 	struct pci_bus *pci;
 	unsigned ncpus;
+
+	/*
+	 * Ends the VM: brisk stops every vCPU and exits with status.  Any
+	 * thread may call it; the first call wins and later ones are ignored.
+	 * why (may be NULL) is printed as one line when status != 0.
+	 */
+	void (*shutdown)(struct machine *m, int status, const char *why);
+	void *priv;		/* the accelerator/main loop's own state */
 };
+
+/* Exit statuses of the brisk process (README.md, "Exit status"). */
+#define BRISK_EXIT_OK 0		/* guest powered off or rebooted */
+#define BRISK_EXIT_FAILURE 1	/* bad input, internal or KVM failure */
+#define BRISK_EXIT_PANIC 2	/* guest kernel panicked (pvpanic) */
+#define BRISK_EXIT_TIMEOUT 124	/* -timeout fired */
+/* isa-debug-exit: the guest wrote V, brisk exits (V << 1) | 1. */
 
 #endif
