@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef BRISK_VIRTIO_VIRTIO_H
+#define BRISK_VIRTIO_VIRTIO_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/compiler.h"
+#include "util/guest-mem.h"
+#include "virtio/virtqueue.h"
+
+/* Device status bits (VIRTIO 1.2, 2.1). */
+#define VIRTIO_CONFIG_S_ACKNOWLEDGE 1
+#define VIRTIO_CONFIG_S_DRIVER 2
+#define VIRTIO_CONFIG_S_DRIVER_OK 4
+#define VIRTIO_CONFIG_S_FEATURES_OK 8
+#define VIRTIO_CONFIG_S_NEEDS_RESET 0x40
+#define VIRTIO_CONFIG_S_FAILED 0x80
+
+#define VIRTIO_NO_VECTOR 0xffff
+
+struct virtio_device;
+
+/* One queue as the transport programs it, plus its doorbell and interrupt. */
+struct virtio_queue {
+	struct virtqueue vq;
+	uint16_t max_size;	/* what the device offers (queue-size=) */
+	uint16_t vector;	/* MSI-X vector or VIRTIO_NO_VECTOR */
+	bool ready;		/* queue_enable written by the driver */
+	int kick_fd;		/* eventfd the guest's notify rings (ioeventfd) */
+};
+
+/* What a device (virtio-blk...) implements; called with vdev->lock held. */
+struct virtio_device_ops {
+	/* Device-specific config space, little-endian as the guest sees it. */
+	void (*read_config)(struct virtio_device *vdev, uint32_t off, void *buf, unsigned len);
+	void (*write_config)(struct virtio_device *vdev, uint32_t off, const void *buf, unsigned len);
+	/* DRIVER_OK was set: start serving the ready queues. */
+	int (*start)(struct virtio_device *vdev);
+	/*
+	 * The driver reset the device (or it must stop after an error):
+	 * stop serving, drop requests in flight without touching the
+	 * rings again.
+	 */
+	void (*reset)(struct virtio_device *vdev);
+};
+
+/* What a transport (virtio-pci) implements for the core. */
+struct virtio_transport_ops {
+	/* Interrupt for queue q (used buffers). */
+	void (*notify_queue)(struct virtio_device *vdev, unsigned q);
+	/* Configuration-change interrupt. */
+	void (*notify_config)(struct virtio_device *vdev);
+};
+
+struct virtio_device {
+	uint16_t device_id;	/* virtio device type, e.g. 2 for block */
+	uint64_t host_features;	/* offered */
+	uint64_t guest_features;	/* accepted by the driver */
+	uint32_t config_len;
+	uint8_t status;
+	uint8_t config_generation;
+	bool broken;		/* NEEDS_RESET was raised; serve nothing */
+	/*
+	 * Serialises register accesses (vCPU threads) against request
+	 * processing (I/O threads) for this device.
+	 */
+	pthread_mutex_t lock;
+	const struct guest_mem *mem;
+	unsigned nr_queues;
+	struct virtio_queue *queues;
+	const struct virtio_device_ops *ops;
+	const struct virtio_transport_ops *transport;
+	void *transport_opaque;
+	void *opaque;		/* the device's own state */
+};
+
+/*
+ * Core, transport-agnostic.  init allocates queues with eventfds for kicks;
+ * features must include VIRTIO_F_VERSION_1.
+ */
+int virtio_device_init(struct virtio_device *vdev, uint16_t device_id,
+		       uint64_t host_features, uint32_t config_len,
+		       unsigned nr_queues, uint16_t queue_max_size,
+		       const struct guest_mem *mem,
+		       const struct virtio_device_ops *ops, void *opaque);
+void virtio_device_destroy(struct virtio_device *vdev);
+
+/* Driver writes to the status register; handles reset (0) and DRIVER_OK. */
+void virtio_set_status(struct virtio_device *vdev, uint8_t status);
+/* FEATURES_OK handshake: false if the driver accepted what we never offered. */
+bool virtio_set_features(struct virtio_device *vdev, uint64_t features);
+/* Enable queue q with the addresses the transport was given. */
+int virtio_queue_enable(struct virtio_device *vdev, unsigned q);
+
+/*
+ * The guest broke the rules: log once, set NEEDS_RESET, send a config
+ * interrupt, and serve nothing until the driver resets the device.
+ */
+void virtio_error(struct virtio_device *vdev, const char *fmt, ...) BRISK_PRINTF(2, 3);
+/* Interrupt the driver for queue q if the ring's suppression allows it. */
+void virtio_notify(struct virtio_device *vdev, unsigned q);
+
+#endif
