@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef BRISK_HW_CHAR_CHARDEV_H
+#define BRISK_HW_CHAR_CHARDEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct machine;
+struct chardev;
+
+/*
+ * A character backend for a console device.
+ *
+ *   "stdio"      output to stdout, input from stdin.  On a terminal stdin is
+ *                put in raw mode (restored at exit, on SIGTERM/SIGINT/SIGHUP/
+ *                SIGQUIT and by chardev_term_restore()); Ctrl-A x ends brisk
+ *                with status 0, Ctrl-A Ctrl-A sends one Ctrl-A.  EOF on stdin
+ *                only ends input.
+ *   "file:PATH"  output to PATH (created or truncated), no input.
+ *   "none"       output discarded, no input.
+ *
+ * NULL with one error line on a bad spec or an unopenable file.
+ */
+struct chardev *chardev_open(struct machine *m, const char *spec);
+
+/*
+ * Backend over caller-supplied descriptors (either may be -1), taken over
+ * by the chardev; never touches terminal modes.
+ */
+struct chardev *chardev_open_fds(struct machine *m, int in_fd, int out_fd);
+
+/*
+ * Input arrives on a reader thread through rx, which takes as many bytes as
+ * it has room for and returns that count.  When it takes fewer than offered,
+ * the reader holds the rest and waits for chardev_kick(): that is how a full
+ * receive FIFO pushes back on the input instead of dropping it.
+ */
+typedef size_t (*chardev_rx_fn)(void *opaque, const uint8_t *buf, size_t len);
+int chardev_start(struct chardev *cd, chardev_rx_fn rx, void *opaque);
+/* The consumer has room again; cheap, callable with the consumer's lock held. */
+void chardev_kick(struct chardev *cd);
+
+/* Blocking write of all of buf; errors are reported once and then dropped. */
+void chardev_write(struct chardev *cd, const void *buf, size_t len);
+
+/* Stops the reader thread, restores the terminal, closes and frees. */
+void chardev_close(struct chardev *cd);
+
+/*
+ * Puts a terminal that "stdio" switched to raw mode back as it was.
+ * Idempotent and async-signal-safe: the shutdown path may call it.
+ */
+void chardev_term_restore(void);
+
+#endif
