@@ -2,6 +2,7 @@
 #ifndef BRISK_HW_PCI_PCI_H
 #define BRISK_HW_PCI_PCI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "hw/bus.h"
@@ -17,5 +18,122 @@ struct pci_bus *pci_bus_new(struct bus *pio, struct bus *mmio,
 			    const struct irq_chip *irq,
 			    uint64_t mmio_base, uint64_t mmio_size);
 void pci_bus_free(struct pci_bus *bus);
+
+/* Type-1 configuration mechanism. */
+#define PCI_CONFIG_ADDRESS 0xcf8
+#define PCI_CONFIG_DATA 0xcfc
+
+/* Type 0 header offsets. */
+#define PCI_VENDOR_ID 0x00
+#define PCI_DEVICE_ID 0x02
+#define PCI_COMMAND 0x04
+#define  PCI_COMMAND_IO 0x1
+#define  PCI_COMMAND_MEMORY 0x2
+#define  PCI_COMMAND_MASTER 0x4
+#define  PCI_COMMAND_INTX_DISABLE 0x400
+#define PCI_STATUS 0x06
+#define  PCI_STATUS_CAP_LIST 0x10
+#define PCI_REVISION_ID 0x08
+#define PCI_CLASS_PROG 0x09
+#define PCI_HEADER_TYPE 0x0e
+#define PCI_BASE_ADDRESS_0 0x10
+#define  PCI_BASE_ADDRESS_MEM_TYPE_64 0x04
+#define  PCI_BASE_ADDRESS_MEM_PREFETCH 0x08
+#define PCI_SUBSYSTEM_VENDOR_ID 0x2c
+#define PCI_SUBSYSTEM_ID 0x2e
+#define PCI_CAPABILITY_LIST 0x34
+#define PCI_INTERRUPT_LINE 0x3c
+#define PCI_INTERRUPT_PIN 0x3d
+
+#define PCI_CAP_ID_VNDR 0x09
+#define PCI_CAP_ID_MSIX 0x11
+
+#define PCI_CFG_SPACE_SIZE 256
+#define PCI_NUM_BARS 6
+#define PCI_MAX_SLOTS 32
+
+/* pci_device_add_bar() flags. */
+#define PCI_BAR_MEM64 0x1	/* takes two BAR registers: bar and bar + 1 */
+#define PCI_BAR_PREFETCH 0x2
+
+struct pci_bar {
+	uint64_t size;		/* power of two >= 16; 0: BAR not implemented */
+	unsigned flags;
+	const struct bus_ops *ops;	/* offsets are relative to the BAR */
+	void *opaque;
+	bool mapped;		/* registered on the MMIO bus at mapped_addr */
+	uint64_t mapped_addr;
+};
+
+struct msix;
+
+/*
+ * One function (function 0 of its slot).  A device embeds this, fills it
+ * with pci_device_init(), pci_device_add_bar() and capabilities, then
+ * plugs it with pci_register_device().  Only bits set in wmask can be
+ * changed by the guest; brisk writes cfg directly while unplugged.
+ */
+struct pci_device {
+	uint8_t cfg[PCI_CFG_SPACE_SIZE];
+	uint8_t wmask[PCI_CFG_SPACE_SIZE];
+	struct pci_bar bar[PCI_NUM_BARS];
+	uint8_t cap_free;	/* where the next capability goes */
+	uint8_t last_cap;	/* 0 while the list is empty */
+	struct msix *msix;	/* set by msix_init() */
+	uint8_t msix_cap;
+	struct pci_bus *bus;	/* set while plugged */
+	unsigned slot;
+	void *opaque;		/* the device's own state */
+};
+
+/* class_code: base class << 16 | subclass << 8 | programming interface. */
+void pci_device_init(struct pci_device *d, uint16_t vendor, uint16_t device,
+		     uint32_t class_code, uint8_t revision,
+		     uint16_t subsys_vendor, uint16_t subsys_id);
+/*
+ * A memory BAR of size bytes (rounded up to a power of two, at least 4 KiB
+ * so no two BARs share a page).  Accesses reach ops with offsets relative
+ * to the BAR while the guest keeps memory decoding on.  -1 on a bad or
+ * taken index.
+ */
+int pci_device_add_bar(struct pci_device *d, unsigned bar, uint64_t size,
+		       unsigned flags, const struct bus_ops *ops, void *opaque);
+/*
+ * Appends a capability of len bytes (header included) with the given id
+ * and links it into the list.  Returns its config-space offset, or -1 when
+ * config space is full.  The caller fills the body and sets wmask bits for
+ * the fields the guest may write.
+ */
+int pci_device_add_cap(struct pci_device *d, uint8_t id, uint8_t len);
+
+/*
+ * Puts d in the first free slot of bus and assigns its BARs inside the
+ * MMIO window, naturally aligned, with memory decoding on as firmware would
+ * leave it.  -1 when the bus is full or the window too small.
+ */
+int pci_register_device(struct pci_bus *bus, struct pci_device *d);
+void pci_unregister_device(struct pci_device *d);
+
+/* The interrupt controller the bus was made with (MSI-X routes). */
+const struct irq_chip *pci_bus_irq(const struct pci_bus *bus);
+
+/* Little-endian helpers on config space. */
+static inline void pci_set_byte(uint8_t *p, uint8_t v) { p[0] = v; }
+static inline void pci_set_word(uint8_t *p, uint16_t v)
+{
+	p[0] = v; p[1] = v >> 8;
+}
+static inline void pci_set_long(uint8_t *p, uint32_t v)
+{
+	p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24;
+}
+static inline uint16_t pci_get_word(const uint8_t *p)
+{
+	return p[0] | p[1] << 8;
+}
+static inline uint32_t pci_get_long(const uint8_t *p)
+{
+	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 #endif
