@@ -64,6 +64,17 @@ struct virtqueue {
 	unsigned int inflight;	/* popped, not yet flushed */
 	/* fill() stages here, flush() publishes */
 	unsigned int pending;
+
+	/*
+	 * Host views of the three ring areas, checked once by
+	 * virtqueue_enable() so the hot path does not look them up again.
+	 */
+	void *desc;
+	void *driver;
+	void *device;
+	bool notification;	/* driver kicks wanted (set_notification) */
+	uint16_t pending_flags;	/* packed: first staged descriptor's flags */
+	const char *error;	/* why the ring broke, for the device's report */
 };
 
 /* Feature bits the ring layer understands (VIRTIO 1.2, 6). */

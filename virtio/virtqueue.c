@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Ring-kind independent part of the virtqueue: setup, element allocation
+ * and dispatch to the split or packed implementation.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+#include "virtqueue-internal.h"
+
+void virtqueue_init(struct virtqueue *vq, const struct guest_mem *mem)
+{
+	*vq = (struct virtqueue){
+		.mem = mem,
+		/* Both wrap counters start at 1 (VIRTIO 1.2, 2.8.1). */
+		.last_avail_wrap = true,
+		.used_wrap = true,
+		.notification = true,
+	};
+}
+
+void virtqueue_reset(struct virtqueue *vq)
+{
+	virtqueue_init(vq, vq->mem);
+}
+
+int virtqueue_enable(struct virtqueue *vq, uint64_t features)
+{
+	int ret;
+
+	struct virtqueue cfg = *vq;
+
+	assert(vq->mem);
+	/* Start from a clean ring state, keeping what the transport wrote. */
+	virtqueue_init(vq, cfg.mem);
+	vq->num = cfg.num;
+	vq->desc_addr = cfg.desc_addr;
+	vq->driver_addr = cfg.driver_addr;
+	vq->device_addr = cfg.device_addr;
+	vq->packed = features & (1ull << VIRTIO_F_RING_PACKED);
+	vq->event_idx = features & (1ull << VIRTIO_F_RING_EVENT_IDX);
+	vq->indirect = features & (1ull << VIRTIO_F_RING_INDIRECT_DESC);
+	if (vq->num == 0 || vq->num > VIRTQUEUE_MAX_SIZE)
+		return -1;
+	ret = vq->packed ? virtqueue_packed_enable(vq) : virtqueue_split_enable(vq);
+	if (ret < 0)
+		return -1;
+	vq->enabled = true;
+	return 0;
+}
+
+struct vq_elem *vq_elem_build(size_t size, const struct vq_gather *g)
+{
+	unsigned int n = g->out + g->in;
+	/* The arrays follow the caller's struct, aligned for iovec. */
+	size_t head = (size + _Alignof(struct iovec) - 1) & ~(_Alignof(struct iovec) - 1);
+	struct vq_elem *e;
+	struct iovec *iov;
+	uint64_t *addr;
+
+	assert(size >= sizeof(*e));
+	e = malloc(head + n * (sizeof(*iov) + sizeof(*addr)));
+	if (!e) {
+		/* At most 24 KiB beyond the device's struct: the host is done for. */
+		error_report("out of memory popping a virtqueue element");
+		abort();
+	}
+	memset(e, 0, size);
+	iov = (struct iovec *)((char *)e + head);
+	addr = (uint64_t *)(iov + n);
+	memcpy(iov, g->iov, n * sizeof(*iov));
+	memcpy(addr, g->addr, n * sizeof(*addr));
+	e->out_num = g->out;
+	e->in_num = g->in;
+	e->out_sg = iov;
+	e->in_sg = iov + g->out;
+	e->out_addr = addr;
+	e->in_addr = addr + g->out;
+	return e;
+}
+
+int virtqueue_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem)
+{
+	if (unlikely(vq->broken))
+		return -1;
+	if (unlikely(!vq->enabled))
+		return 0;
+	return vq->packed ? virtqueue_packed_pop(vq, size, elem)
+			  : virtqueue_split_pop(vq, size, elem);
+}
+
+void virtqueue_fill(struct virtqueue *vq, const struct vq_elem *elem,
+		    uint32_t len, unsigned int idx)
+{
+	if (unlikely(!vq->enabled || vq->broken))
+		return;
+	if (vq->packed)
+		virtqueue_packed_fill(vq, elem, len, idx);
+	else
+		virtqueue_split_fill(vq, elem, len, idx);
+}
+
+void virtqueue_flush(struct virtqueue *vq, unsigned int count)
+{
+	if (unlikely(!vq->enabled || vq->broken))
+		return;
+	assert(count <= vq->inflight);
+	if (vq->packed)
+		virtqueue_packed_flush(vq, count);
+	else
+		virtqueue_split_flush(vq, count);
+	vq->inflight -= count;
+}
+
+void virtqueue_push(struct virtqueue *vq, const struct vq_elem *elem, uint32_t len)
+{
+	virtqueue_fill(vq, elem, len, 0);
+	virtqueue_flush(vq, 1);
+}
+
+bool virtqueue_should_notify(struct virtqueue *vq)
+{
+	if (unlikely(!vq->enabled || vq->broken))
+		return false;
+	return vq->packed ? virtqueue_packed_should_notify(vq)
+			  : virtqueue_split_should_notify(vq);
+}
+
+void virtqueue_set_notification(struct virtqueue *vq, bool enable)
+{
+	vq->notification = enable;
+	if (unlikely(!vq->enabled || vq->broken))
+		return;
+	if (vq->packed)
+		virtqueue_packed_set_notification(vq, enable);
+	else
+		virtqueue_split_set_notification(vq, enable);
+}
+
+bool virtqueue_has_work(struct virtqueue *vq)
+{
+	if (unlikely(!vq->enabled || vq->broken))
+		return false;
+	return vq->packed ? virtqueue_packed_has_work(vq)
+			  : virtqueue_split_has_work(vq);
+}
