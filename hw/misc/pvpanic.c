@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "hw/machine.h"
+#include "hw/misc/pvpanic.h"
+#include "util/log.h"
+
+/* Stateless, like debug-exit: the machine is the opaque. */
+static uint64_t pvpanic_read(void *opaque, uint64_t offset, unsigned size)
+{
+	(void)opaque, (void)offset, (void)size;
+	return PVPANIC_PANICKED | PVPANIC_CRASH_LOADED;
+}
+
+static void pvpanic_write(void *opaque, uint64_t offset, uint64_t value,
+			  unsigned size)
+{
+	struct machine *m = opaque;
+
+	(void)offset, (void)size;
+	/* CRASH_LOADED: a kdump kernel takes over; brisk keeps running. */
+	if (value & PVPANIC_PANICKED)
+		m->shutdown(m, BRISK_EXIT_PANIC, "guest kernel panicked");
+}
+
+static const struct bus_ops pvpanic_ops = {
+	.read = pvpanic_read,
+	.write = pvpanic_write,
+};
+
+int pvpanic_init(struct machine *m)
+{
+	if (bus_register(&m->pio, PVPANIC_IOPORT, 1, &pvpanic_ops, m) < 0) {
+		error_report("pvpanic: port 0x%x is taken", PVPANIC_IOPORT);
+		return -1;
+	}
+	return 0;
+}
