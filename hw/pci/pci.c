@@ -139,6 +139,7 @@ static void bar_unmap(struct pci_device *d, unsigned i)
 static void pci_update_mappings(struct pci_device *d)
 {
 	bool mem_on = pci_get_word(&d->cfg[PCI_COMMAND]) & PCI_COMMAND_MEMORY;
+	bool changed = false;
 
 	for (unsigned i = 0; i < PCI_NUM_BARS; i++) {
 		struct pci_bar *b = &d->bar[i];
@@ -152,6 +153,7 @@ static void pci_update_mappings(struct pci_device *d)
 
 		if (b->mapped && want && b->mapped_addr == a)
 			continue;
+		changed |= b->mapped;
 		bar_unmap(d, i);
 		if (!want)
 			continue;
@@ -163,7 +165,10 @@ static void pci_update_mappings(struct pci_device *d)
 		}
 		b->mapped = true;
 		b->mapped_addr = a;
+		changed = true;
 	}
+	if (changed && d->mapping_changed)
+		d->mapping_changed(d);
 }
 
 static uint32_t pci_config_read(struct pci_device *d, unsigned off, unsigned len)
@@ -399,6 +404,8 @@ void pci_unregister_device(struct pci_device *d)
 	pthread_mutex_lock(&bus->lock);
 	for (unsigned i = 0; i < PCI_NUM_BARS; i++)
 		bar_unmap(d, i);
+	if (d->mapping_changed)
+		d->mapping_changed(d);
 	bus->slot[d->slot] = NULL;
 	d->bus = NULL;
 	pthread_mutex_unlock(&bus->lock);

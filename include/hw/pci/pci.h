@@ -83,6 +83,11 @@ struct pci_device {
 	uint8_t msix_cap;
 	struct pci_bus *bus;	/* set while plugged */
 	unsigned slot;
+	/*
+	 * Optional: a BAR was mapped, moved or unmapped (bar[].mapped and
+	 * mapped_addr are current).  Called with the PCI bus lock held.
+	 */
+	void (*mapping_changed)(struct pci_device *d);
 	void *opaque;		/* the device's own state */
 };
 

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The transport-agnostic virtio device core: status, feature negotiation,
+ * reset and error handling shared by every transport and device.
+ *
+ * Locking: every function here expects vdev->lock held by the caller.  The
+ * transport takes it around each register access (vCPU threads); a device
+ * takes it in its I/O thread around popping, pushing and virtio_notify().
+ * Device ops are called with it held, so ops->reset and ops->start must
+ * not wait for a thread that itself waits for vdev->lock.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "virtio/virtio.h"
+
+#define F(bit) (1ull << (bit))
+
+static void virtio_queue_clear(struct virtio_queue *q)
+{
+	eventfd_t stale;
+
+	virtqueue_reset(&q->vq);
+	q->vq.num = q->max_size;
+	q->vq.desc_addr = q->vq.driver_addr = q->vq.device_addr = 0;
+	q->vector = VIRTIO_NO_VECTOR;
+	q->ready = false;
+	/* A kick from before the reset must not wake the next incarnation. */
+	while (eventfd_read(q->kick_fd, &stale) < 0 && errno == EINTR)
+		;
+}
+
+int virtio_device_init(struct virtio_device *vdev, uint16_t device_id,
+		       uint64_t host_features, uint32_t config_len,
+		       unsigned nr_queues, uint16_t queue_max_size,
+		       const struct guest_mem *mem,
+		       const struct virtio_device_ops *ops, void *opaque)
+{
+	assert(host_features & F(VIRTIO_F_VERSION_1));
+	assert(queue_max_size && queue_max_size <= VIRTQUEUE_MAX_SIZE &&
+	       !(queue_max_size & (queue_max_size - 1)));
+	assert(nr_queues > 0 && ops);
+
+	*vdev = (struct virtio_device){
+		.device_id = device_id,
+		.host_features = host_features,
+		.config_len = config_len,
+		.mem = mem,
+		.nr_queues = nr_queues,
+		.ops = ops,
+		.opaque = opaque,
+	};
+	pthread_mutex_init(&vdev->lock, NULL);
+	vdev->queues = calloc(nr_queues, sizeof(*vdev->queues));
+	if (!vdev->queues) {
+		pthread_mutex_destroy(&vdev->lock);
+		return -1;
+	}
+	for (unsigned i = 0; i < nr_queues; i++)
+		vdev->queues[i].kick_fd = -1;
+	for (unsigned i = 0; i < nr_queues; i++) {
+		struct virtio_queue *q = &vdev->queues[i];
+
+		q->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (q->kick_fd < 0) {
+			error_report("virtio: eventfd: %s", strerror(errno));
+			virtio_device_destroy(vdev);
+			return -1;
+		}
+		q->max_size = queue_max_size;
+		virtqueue_init(&q->vq, mem);
+		virtio_queue_clear(q);
+	}
+	return 0;
+}
+
+void virtio_device_destroy(struct virtio_device *vdev)
+{
+	if (!vdev->queues)
+		return;
+	for (unsigned i = 0; i < vdev->nr_queues; i++)
+		if (vdev->queues[i].kick_fd >= 0)
+			close(vdev->queues[i].kick_fd);
+	free(vdev->queues);
+	vdev->queues = NULL;
+	pthread_mutex_destroy(&vdev->lock);
+}
+
+static void virtio_reset(struct virtio_device *vdev)
+{
+	if (vdev->ops->reset)
+		vdev->ops->reset(vdev);
+	for (unsigned i = 0; i < vdev->nr_queues; i++)
+		virtio_queue_clear(&vdev->queues[i]);
+	vdev->guest_features = 0;
+	vdev->broken = false;
+	vdev->status = 0;
+}
+
+bool virtio_set_features(struct virtio_device *vdev, uint64_t features)
+{
+	/* Fixed once accepted, until reset. */
+	if (vdev->status & VIRTIO_CONFIG_S_FEATURES_OK)
+		return features == vdev->guest_features;
+	if (features & ~vdev->host_features)
+		return false;
+	/* Legacy drivers are not served. */
+	if (!(features & F(VIRTIO_F_VERSION_1)))
+		return false;
+	vdev->guest_features = features;
+	return true;
+}
+
+void virtio_set_status(struct virtio_device *vdev, uint8_t status)
+{
+	uint8_t old = vdev->status;
+
+	if (status == 0) {
+		virtio_reset(vdev);
+		return;
+	}
+	/* NEEDS_RESET belongs to the device; the driver cannot set or clear it. */
+	status = (status & ~VIRTIO_CONFIG_S_NEEDS_RESET) |
+		 (old & VIRTIO_CONFIG_S_NEEDS_RESET);
+	/* Only reset takes bits away. */
+	if (old & ~status)
+		return;
+	/* virtio_set_features() is the only way to an accepted feature set. */
+	if ((status & VIRTIO_CONFIG_S_FEATURES_OK) &&
+	    !(vdev->guest_features & F(VIRTIO_F_VERSION_1)))
+		status &= ~VIRTIO_CONFIG_S_FEATURES_OK;
+	if ((status & VIRTIO_CONFIG_S_DRIVER_OK) &&
+	    !(status & VIRTIO_CONFIG_S_FEATURES_OK))
+		status &= ~VIRTIO_CONFIG_S_DRIVER_OK;
+	vdev->status = status;
+
+	if ((status & ~old & VIRTIO_CONFIG_S_DRIVER_OK) && !vdev->broken &&
+	    vdev->ops->start && vdev->ops->start(vdev) < 0)
+		virtio_error(vdev, "device failed to start");
+}
+
+int virtio_queue_enable(struct virtio_device *vdev, unsigned q)
+{
+	if (q >= vdev->nr_queues ||
+	    !(vdev->status & VIRTIO_CONFIG_S_FEATURES_OK))
+		return -1;
+	struct virtio_queue *vq = &vdev->queues[q];
+
+	if (vq->ready)
+		return 0;
+	if (virtqueue_enable(&vq->vq, vdev->guest_features) < 0)
+		return -1;
+	vq->ready = true;
+	return 0;
+}
+
+void virtio_error(struct virtio_device *vdev, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (vdev->broken)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	error_report("virtio device %u: %s; needs reset", vdev->device_id, msg);
+	vdev->broken = true;
+	vdev->status |= VIRTIO_CONFIG_S_NEEDS_RESET;
+	if (vdev->transport)
+		vdev->transport->notify_config(vdev);
+}
+
+void virtio_notify(struct virtio_device *vdev, unsigned q)
+{
+	if (vdev->broken || q >= vdev->nr_queues || !vdev->queues[q].ready)
+		return;
+	if (virtqueue_should_notify(&vdev->queues[q].vq) && vdev->transport)
+		vdev->transport->notify_queue(vdev, q);
+}
