@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * -drive and -device virtio-blk-pci: a pure parser from strings to
+ * blk_cmdline.  Nothing here touches files, so it can be fuzzed on its own.
+ *
+ * Syntax follows QEMU's option strings: KEY=VALUE pairs separated by ',',
+ * and ",," inside a value stands for one literal ','.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/block/virtio-blk.h"
+#include "util/log.h"
+#include "virtio-blk-int.h"
+
+struct opt_parser {
+	char *buf;		/* private copy, unescaped in place */
+	char *p;
+	const char *what;	/* "-drive" or "-device" for messages */
+};
+
+/*
+ * Next KEY[=VALUE] token.  *val is NULL when there is no '='.
+ * Returns 1 with a token, 0 at the end, -1 on an empty token.
+ */
+static int opt_next(struct opt_parser *op, char **key, char **val)
+{
+	char *p = op->p, *out;
+
+	if (!*p)
+		return 0;
+	*key = p;
+	*val = NULL;
+	while (*p && *p != '=' && *p != ',')
+		p++;
+	if (p == *key) {
+		error_report("%s: empty option name", op->what);
+		return -1;
+	}
+	if (*p == ',') {
+		*p++ = '\0';
+		if (!*p) {
+			error_report("%s: trailing ','", op->what);
+			return -1;
+		}
+		op->p = p;
+		return 1;
+	}
+	if (*p == '\0') {
+		op->p = p;
+		return 1;
+	}
+	*p++ = '\0';
+	*val = out = p;
+	for (;;) {
+		if (*p == ',' && p[1] == ',') {
+			*out++ = ',';
+			p += 2;
+		} else if (*p == ',' || *p == '\0') {
+			bool more = *p == ',';
+
+			*out = '\0';
+			p += more;
+			if (more && !*p) {
+				error_report("%s: trailing ','", op->what);
+				return -1;
+			}
+			break;
+		} else {
+			*out++ = *p++;
+		}
+	}
+	op->p = p;
+	return 1;
+}
+
+static int parse_bool(const char *what, const char *key, const char *val, bool *out)
+{
+	if (!strcmp(val, "on") || !strcmp(val, "true") || !strcmp(val, "yes")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcmp(val, "off") || !strcmp(val, "false") || !strcmp(val, "no")) {
+		*out = false;
+		return 0;
+	}
+	error_report("%s: %s=%s: expected on or off", what, key, val);
+	return -1;
+}
+
+/* Plain decimal only: no sign, no spaces, no suffix. */
+static int parse_uint(const char *what, const char *key, const char *val,
+		      unsigned long max, unsigned long *out)
+{
+	unsigned long v = 0;
+
+	if (!*val)
+		goto bad;
+	for (const char *p = val; *p; p++) {
+		if (*p < '0' || *p > '9')
+			goto bad;
+		if (v > (max - (unsigned)(*p - '0')) / 10) {
+			error_report("%s: %s=%s: too large (at most %lu)", what, key, val, max);
+			return -1;
+		}
+		v = v * 10 + (unsigned)(*p - '0');
+	}
+	*out = v;
+	return 0;
+bad:
+	error_report("%s: %s=%s: expected a decimal number", what, key, val);
+	return -1;
+}
+
+/* QEMU's identifier rule: a letter, then letters, digits, '-', '.', '_'. */
+static bool id_valid(const char *id)
+{
+	if (!((*id >= 'a' && *id <= 'z') || (*id >= 'A' && *id <= 'Z')))
+		return false;
+	for (const char *p = id + 1; *p; p++) {
+		bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			  (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_';
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* Rejects a key seen twice; bit is the key's index in its table. */
+static int once(const char *what, const char *key, unsigned *seen, unsigned bit)
+{
+	if (*seen & (1u << bit)) {
+		error_report("%s: %s= given twice", what, key);
+		return -1;
+	}
+	*seen |= 1u << bit;
+	return 0;
+}
+
+struct blk_cmdline *blk_cmdline_new(void)
+{
+	return calloc(1, sizeof(struct blk_cmdline));
+}
+
+static void *grow(void *arr, unsigned nr, size_t elem)
+{
+	void *n = realloc(arr, (nr + 1) * elem);
+
+	if (!n) {
+		error_report("out of memory");
+		return NULL;
+	}
+	memset((char *)n + nr * elem, 0, elem);
+	return n;
+}
+
+static int drive_key(struct blk_drive_cfg *d, const char *key, const char *val,
+		     unsigned *seen)
+{
+	static const char *const keys[] = {
+		"file", "if", "id", "format", "aio", "cache", "readonly",
+	};
+	const char *w = "-drive";
+	unsigned k;
+
+	for (k = 0; k < ARRAY_SIZE(keys); k++)
+		if (!strcmp(key, keys[k]))
+			break;
+	if (k == ARRAY_SIZE(keys)) {
+		error_report("-drive: unknown option '%s' (known: file, if, id, "
+			     "format, aio, cache, readonly)", key);
+		return -1;
+	}
+	if (!val) {
+		error_report("-drive: %s needs a value (%s=...)", key, key);
+		return -1;
+	}
+	if (once(w, key, seen, k))
+		return -1;
+	switch (k) {
+	case 0:
+		if (!*val) {
+			error_report("-drive: file= is empty");
+			return -1;
+		}
+		d->file = strdup(val);
+		return d->file ? 0 : -1;
+	case 1:
+		if (!strcmp(val, "none"))
+			d->if_virtio = false;
+		else if (!strcmp(val, "virtio"))
+			d->if_virtio = true;
+		else {
+			error_report("-drive: if=%s: brisk supports if=none and if=virtio", val);
+			return -1;
+		}
+		return 0;
+	case 2:
+		if (!id_valid(val)) {
+			error_report("-drive: id=%s: an id starts with a letter and "
+				     "holds letters, digits, '-', '.', '_'", val);
+			return -1;
+		}
+		d->id = strdup(val);
+		return d->id ? 0 : -1;
+	case 3:
+		if (strcmp(val, "raw")) {
+			error_report("-drive: format=%s: brisk supports format=raw only", val);
+			return -1;
+		}
+		return 0;
+	case 4:
+		if (!strcmp(val, "io_uring"))
+			d->aio = BLK_AIO_IO_URING;
+		else if (!strcmp(val, "threads"))
+			d->aio = BLK_AIO_THREADS;
+		else {
+			error_report("-drive: aio=%s: expected io_uring or threads", val);
+			return -1;
+		}
+		return 0;
+	case 5:
+		if (!strcmp(val, "writeback"))
+			d->cache = BLK_CACHE_WRITEBACK;
+		else if (!strcmp(val, "none"))
+			d->cache = BLK_CACHE_NONE;
+		else {
+			error_report("-drive: cache=%s: expected none or writeback", val);
+			return -1;
+		}
+		return 0;
+	default:
+		return parse_bool(w, key, val, &d->readonly);
+	}
+}
+
+static int drive_add_device(struct blk_cmdline *c, unsigned drive);
+
+static struct blk_drive_cfg *find_drive(struct blk_cmdline *c, const char *id)
+{
+	for (unsigned i = 0; i < c->nr_drives; i++)
+		if (c->drives[i].id && !strcmp(c->drives[i].id, id))
+			return &c->drives[i];
+	return NULL;
+}
+
+static void drive_cfg_clear(struct blk_drive_cfg *d)
+{
+	free(d->id);
+	free(d->file);
+	memset(d, 0, sizeof(*d));
+}
+
+int blk_cmdline_drive(struct blk_cmdline *c, const char *arg)
+{
+	struct opt_parser op = { .what = "-drive" };
+	struct blk_drive_cfg d = {
+		.aio = BLK_AIO_IO_URING, .cache = BLK_CACHE_WRITEBACK,
+		.if_virtio = true,
+	};
+	unsigned seen = 0;
+	char *key, *val;
+	int r;
+
+	if (c->finished) {
+		error_report("-drive after the command line was closed");
+		return -1;
+	}
+	op.buf = op.p = strdup(arg);
+	if (!op.buf)
+		return -1;
+	while ((r = opt_next(&op, &key, &val)) > 0)
+		if (drive_key(&d, key, val, &seen) < 0)
+			goto fail;
+	if (r < 0)
+		goto fail;
+	if (!d.file) {
+		error_report("-drive: file= is missing");
+		goto fail;
+	}
+	/* Without if=, the only kind of disk brisk has: virtio. */
+	if (!d.if_virtio && !d.id) {
+		error_report("-drive %s: if=none needs id= for -device drive=", d.file);
+		goto fail;
+	}
+	if (d.id && find_drive(c, d.id)) {
+		error_report("-drive: duplicate id '%s'", d.id);
+		goto fail;
+	}
+	struct blk_drive_cfg *n = grow(c->drives, c->nr_drives, sizeof(*n));
+
+	if (!n)
+		goto fail;
+	c->drives = n;
+	c->drives[c->nr_drives++] = d;
+	free(op.buf);
+	if (d.if_virtio)
+		return drive_add_device(c, c->nr_drives - 1);
+	return 0;
+fail:
+	drive_cfg_clear(&d);
+	free(op.buf);
+	return -1;
+}
+
+static void device_defaults(struct blk_device_cfg *dc)
+{
+	*dc = (struct blk_device_cfg){
+		.event_idx = true, .indirect_desc = true,
+		.queue_size = VBLK_DEFAULT_QUEUE_SIZE,
+	};
+}
+
+static int push_device(struct blk_cmdline *c, struct blk_device_cfg *dc)
+{
+	struct blk_device_cfg *n = grow(c->devs, c->nr_devs, sizeof(*n));
+
+	if (!n)
+		return -1;
+	c->devs = n;
+	c->devs[c->nr_devs++] = *dc;
+	return 0;
+}
+
+/* The device an if=virtio drive makes for itself, with default settings. */
+static int drive_add_device(struct blk_cmdline *c, unsigned drive)
+{
+	struct blk_device_cfg dc;
+
+	device_defaults(&dc);
+	dc.drive = drive;
+	c->drives[drive].used = true;
+	if (push_device(c, &dc) < 0) {
+		c->nr_drives--;
+		drive_cfg_clear(&c->drives[c->nr_drives]);
+		return -1;
+	}
+	return 0;
+}
+
+static int device_key(struct blk_device_cfg *dc, const char *key, const char *val,
+		      unsigned *seen)
+{
+	static const char *const keys[] = {
+		"drive", "packed", "num-queues", "queue-size", "serial",
+		"event_idx", "indirect_desc",
+	};
+	const char *w = "-device virtio-blk-pci";
+	unsigned long v;
+	unsigned k;
+
+	for (k = 0; k < ARRAY_SIZE(keys); k++)
+		if (!strcmp(key, keys[k]))
+			break;
+	if (k == ARRAY_SIZE(keys)) {
+		error_report("%s: unknown option '%s' (known: drive, packed, num-queues, "
+			     "queue-size, serial, event_idx, indirect_desc)", w, key);
+		return -1;
+	}
+	if (!val) {
+		error_report("%s: %s needs a value (%s=...)", w, key, key);
+		return -1;
+	}
+	if (once(w, key, seen, k))
+		return -1;
+	switch (k) {
+	case 0:
+		if (!*val) {
+			error_report("%s: drive= is empty", w);
+			return -1;
+		}
+		dc->drive_id = strdup(val);
+		return dc->drive_id ? 0 : -1;
+	case 1:
+		return parse_bool(w, key, val, &dc->packed);
+	case 2:
+		if (parse_uint(w, key, val, VBLK_MAX_QUEUES, &v))
+			return -1;
+		if (v == 0) {
+			error_report("%s: num-queues=0: need 1 to %d", w, VBLK_MAX_QUEUES);
+			return -1;
+		}
+		dc->num_queues = (unsigned)v;
+		return 0;
+	case 3:
+		if (parse_uint(w, key, val, VBLK_MAX_QUEUE_SIZE, &v))
+			return -1;
+		if (v < 2 || (v & (v - 1))) {
+			error_report("%s: queue-size=%s: need a power of two from 2 to %d",
+				     w, val, VBLK_MAX_QUEUE_SIZE);
+			return -1;
+		}
+		dc->queue_size = (unsigned)v;
+		return 0;
+	case 4:
+		if (strlen(val) > VBLK_SERIAL_LEN) {
+			error_report("%s: serial=%s: longer than %d bytes", w, val,
+				     VBLK_SERIAL_LEN);
+			return -1;
+		}
+		for (const char *p = val; *p; p++) {
+			if (*p < 0x20 || *p > 0x7e) {
+				error_report("%s: serial= holds a non-printable byte", w);
+				return -1;
+			}
+		}
+		strcpy(dc->serial, val);
+		return 0;
+	case 5:
+		return parse_bool(w, key, val, &dc->event_idx);
+	default:
+		return parse_bool(w, key, val, &dc->indirect_desc);
+	}
+}
+
+int blk_cmdline_device(struct blk_cmdline *c, const char *arg)
+{
+	struct opt_parser op = { .what = "-device" };
+	struct blk_device_cfg dc;
+	unsigned seen = 0;
+	char *key, *val;
+	int r;
+
+	if (c->finished) {
+		error_report("-device after the command line was closed");
+		return -1;
+	}
+	device_defaults(&dc);
+	op.buf = op.p = strdup(arg);
+	if (!op.buf)
+		return -1;
+	r = opt_next(&op, &key, &val);
+	if (r < 0)
+		goto fail;
+	/* "virtio-blk-pci,..." or QEMU's spelled-out "driver=virtio-blk-pci,..." */
+	if (r == 0 || strcmp(val ? val : key, "virtio-blk-pci") ||
+	    (val && strcmp(key, "driver"))) {
+		error_report("-device %s: brisk's -device knows only virtio-blk-pci", arg);
+		goto fail;
+	}
+	while ((r = opt_next(&op, &key, &val)) > 0)
+		if (device_key(&dc, key, val, &seen) < 0)
+			goto fail;
+	if (r < 0)
+		goto fail;
+	if (!dc.drive_id) {
+		error_report("-device virtio-blk-pci: drive= is missing");
+		goto fail;
+	}
+	if (push_device(c, &dc) < 0)
+		goto fail;
+	free(op.buf);
+	return 0;
+fail:
+	free(dc.drive_id);
+	free(op.buf);
+	return -1;
+}
+
+int blk_cmdline_finish(struct blk_cmdline *c)
+{
+	if (c->finished)
+		return 0;
+	for (unsigned i = 0; i < c->nr_devs; i++) {
+		struct blk_device_cfg *dc = &c->devs[i];
+		struct blk_drive_cfg *d;
+
+		if (!dc->drive_id)
+			continue;
+		d = find_drive(c, dc->drive_id);
+		if (!d) {
+			error_report("-device virtio-blk-pci: no -drive with id=%s",
+				     dc->drive_id);
+			return -1;
+		}
+		if (d->used) {
+			error_report("-device virtio-blk-pci: drive %s is already in use "
+				     "(by an if=virtio drive or another device)", d->id);
+			return -1;
+		}
+		d->used = true;
+		dc->drive = (unsigned)(d - c->drives);
+	}
+	for (unsigned i = 0; i < c->nr_drives; i++) {
+		if (!c->drives[i].used) {
+			error_report("-drive: drive %s is not used by any device "
+				     "(add -device virtio-blk-pci,drive=%s)",
+				     c->drives[i].id, c->drives[i].id);
+			return -1;
+		}
+	}
+	c->finished = true;
+	return 0;
+}
+
+void blk_cmdline_free(struct blk_cmdline *c)
+{
+	if (!c)
+		return;
+	for (unsigned i = 0; i < c->nr_drives; i++)
+		drive_cfg_clear(&c->drives[i]);
+	for (unsigned i = 0; i < c->nr_devs; i++)
+		free(c->devs[i].drive_id);
+	free(c->drives);
+	free(c->devs);
+	free(c);
+}

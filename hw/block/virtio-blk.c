@@ -1,0 +1,757 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * virtio-blk (VIRTIO 1.2, 5.2) on the modern PCI transport.
+ *
+ * Every virtqueue has its own I/O thread and its own blk_queue, so queues
+ * never wait for each other except on the device lock, which is taken once
+ * per batch of pops and once per batch of completions, never per request.
+ *
+ * Guest mistakes in a request's layout come in two kinds.  Breaking the
+ * rules every driver must follow (no room for the header or the status
+ * byte) is a ring-level error: virtio_error() and NEEDS_RESET.  A request
+ * that is well-formed but wrong for its type (IN with extra readable data,
+ * OUT with writable data, a bad sector range, a length that is not a
+ * multiple of 512) fails alone with IOERR and the device keeps serving.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "block/block.h"
+#include "hw/block/virtio-blk.h"
+#include "hw/machine.h"
+#include "hw/virtio/virtio-pci.h"
+#include "util/iothread.h"
+#include "util/log.h"
+#include "virtio/virtio.h"
+#include "virtio-blk-int.h"
+
+#define VIRTIO_ID_BLOCK 2
+#define PCI_CLASS_STORAGE_OTHER 0x018000
+
+/* Feature bits (VIRTIO 1.2, 5.2.3). */
+#define VIRTIO_BLK_F_SIZE_MAX 1
+#define VIRTIO_BLK_F_SEG_MAX 2
+#define VIRTIO_BLK_F_RO 5
+#define VIRTIO_BLK_F_BLK_SIZE 6
+#define VIRTIO_BLK_F_FLUSH 9
+#define VIRTIO_BLK_F_MQ 12
+#define VIRTIO_BLK_F_DISCARD 13
+#define VIRTIO_BLK_F_WRITE_ZEROES 14
+
+/* Request types and status values (VIRTIO 1.2, 5.2.6). */
+#define VIRTIO_BLK_T_IN 0
+#define VIRTIO_BLK_T_OUT 1
+#define VIRTIO_BLK_T_FLUSH 4
+#define VIRTIO_BLK_T_GET_ID 8
+#define VIRTIO_BLK_T_DISCARD 11
+#define VIRTIO_BLK_T_WRITE_ZEROES 13
+#define VIRTIO_BLK_S_OK 0
+#define VIRTIO_BLK_S_IOERR 1
+#define VIRTIO_BLK_S_UNSUPP 2
+#define VIRTIO_BLK_WZ_UNMAP 1u
+
+#define SECTOR_SHIFT 9
+#define SECTOR_SIZE (1u << SECTOR_SHIFT)
+#define VBLK_HDR_LEN 16
+#define VBLK_SEG_LEN 16
+
+/*
+ * One range per DISCARD/WRITE_ZEROES request maps onto one blk_req; Linux
+ * splits larger ones itself.  2 GiB per range keeps a single fallocate()
+ * from stalling a queue for long.
+ */
+#define VBLK_MAX_ZERO_SEG 1
+#define VBLK_MAX_ZERO_SECTORS (1u << 22)
+#define VBLK_DISCARD_ALIGN 8	/* sectors: a typical host file system block */
+#define VBLK_SIZE_MAX (1u << 20)
+
+/* Config space layout (struct virtio_blk_config), byte offsets. */
+#define CFG_CAPACITY 0
+#define CFG_SIZE_MAX 8
+#define CFG_SEG_MAX 12
+#define CFG_BLK_SIZE 20
+#define CFG_NUM_QUEUES 34
+#define CFG_MAX_DISCARD_SECTORS 36
+#define CFG_MAX_DISCARD_SEG 40
+#define CFG_DISCARD_ALIGN 44
+#define CFG_MAX_WZ_SECTORS 48
+#define CFG_MAX_WZ_SEG 52
+#define CFG_WZ_MAY_UNMAP 56
+#define VBLK_CONFIG_LEN 60
+
+struct vblk_queue;
+
+/* A popped request; pop allocates it with the element first. */
+struct vblk_req {
+	struct vq_elem elem;
+	struct blk_req br;
+	struct vblk_queue *q;
+	struct vblk_req *next;
+	uint8_t *status_ptr;	/* last byte of the last writable buffer */
+	uint64_t expect;	/* bytes a READ/WRITE must move */
+	uint32_t used_len;	/* bytes written into the chain on success */
+	uint32_t gen;
+	uint8_t status;
+};
+
+struct vblk_queue {
+	struct vblk *s;
+	unsigned idx;
+	struct iothread *t;
+	struct blk_queue *bq;
+	int done_fd;		/* completions wait for publishing */
+	char name[32];
+
+	/* under s->vdev.lock */
+	bool serving;
+	uint32_t gen;		/* bumped by reset: older requests are dropped */
+
+	/* I/O thread only */
+	struct vblk_req *done;	/* completed, not yet in the used ring */
+	unsigned in_backend;
+	bool in_kick;
+	bool done_signalled;
+	bool closing;		/* atomic: destroy has begun */
+};
+
+struct vblk {
+	struct virtio_device vdev;
+	bool vdev_ready;
+	struct virtio_pci *pci;
+	struct blk_file *file;
+	bool readonly;
+	uint64_t capacity;	/* sectors */
+	unsigned nq;
+	struct vblk_queue *q;
+	uint8_t serial[VBLK_SERIAL_LEN];
+	uint8_t config[VBLK_CONFIG_LEN];
+};
+
+static size_t iov_size(const struct iovec *iov, unsigned n)
+{
+	size_t sum = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		sum += iov[i].iov_len;
+	return sum;
+}
+
+/* Copies len bytes starting skip bytes into iov; the caller checked sizes. */
+static void iov_read(const struct iovec *iov, unsigned n, size_t skip,
+		     void *buf, size_t len)
+{
+	uint8_t *d = buf;
+
+	for (unsigned i = 0; i < n && len; i++) {
+		size_t l = iov[i].iov_len;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		l -= skip;
+		if (l > len)
+			l = len;
+		memcpy(d, (uint8_t *)iov[i].iov_base + skip, l);
+		d += l;
+		len -= l;
+		skip = 0;
+	}
+}
+
+static void iov_write(const struct iovec *iov, unsigned n, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	for (unsigned i = 0; i < n && len; i++) {
+		size_t l = iov[i].iov_len < len ? iov[i].iov_len : len;
+
+		memcpy(iov[i].iov_base, p, l);
+		p += l;
+		len -= l;
+	}
+}
+
+/* Drops the first skip bytes of iov in place; returns the new start. */
+static struct iovec *iov_skip(struct iovec *iov, unsigned *n, size_t skip)
+{
+	while (*n && skip >= iov->iov_len) {
+		skip -= iov->iov_len;
+		iov++;
+		(*n)--;
+	}
+	if (*n && skip) {
+		iov->iov_base = (uint8_t *)iov->iov_base + skip;
+		iov->iov_len -= skip;
+	}
+	return iov;
+}
+
+static bool vblk_range_ok(const struct vblk *s, uint64_t sector, uint64_t nsec)
+{
+	return sector <= s->capacity && nsec <= s->capacity - sector;
+}
+
+static uint8_t vblk_rw(struct vblk_queue *q, struct vblk_req *r, bool write,
+		       uint64_t sector, size_t out_size, unsigned in_num)
+{
+	struct vblk *s = q->s;
+	struct vq_elem *e = &r->elem;
+	uint64_t len;
+
+	if (write) {
+		if (in_num || s->readonly)
+			return VIRTIO_BLK_S_IOERR;
+		len = out_size - VBLK_HDR_LEN;
+	} else {
+		if (out_size != VBLK_HDR_LEN)
+			return VIRTIO_BLK_S_IOERR;
+		len = iov_size(e->in_sg, in_num);
+	}
+	if (len % SECTOR_SIZE || !vblk_range_ok(s, sector, len >> SECTOR_SHIFT))
+		return VIRTIO_BLK_S_IOERR;
+	if (!len)
+		return VIRTIO_BLK_S_OK;
+	r->br.op = write ? BLK_OP_WRITE : BLK_OP_READ;
+	r->br.offset = sector << SECTOR_SHIFT;
+	if (write) {
+		unsigned n = e->out_num;
+
+		r->br.iov = iov_skip(e->out_sg, &n, VBLK_HDR_LEN);
+		r->br.iovcnt = (int)n;
+	} else {
+		r->br.iov = e->in_sg;
+		r->br.iovcnt = (int)in_num;
+		r->used_len = (uint32_t)len + 1;
+	}
+	r->expect = len;
+	return 0xff;
+}
+
+static uint8_t vblk_zeroes(struct vblk_queue *q, struct vblk_req *r, uint32_t type,
+			   size_t out_size, unsigned in_num)
+{
+	struct vblk *s = q->s;
+	uint8_t seg[VBLK_SEG_LEN];
+	size_t segs = out_size - VBLK_HDR_LEN;
+	uint64_t sector;
+	uint32_t nsec, flags;
+
+	if (in_num || s->readonly || !segs || segs % VBLK_SEG_LEN)
+		return VIRTIO_BLK_S_IOERR;
+	if (segs / VBLK_SEG_LEN > VBLK_MAX_ZERO_SEG)
+		return VIRTIO_BLK_S_UNSUPP;
+	iov_read(r->elem.out_sg, r->elem.out_num, VBLK_HDR_LEN, seg, sizeof(seg));
+	memcpy(&sector, seg, 8);
+	memcpy(&nsec, seg + 8, 4);
+	memcpy(&flags, seg + 12, 4);
+	sector = le64toh(sector);
+	nsec = le32toh(nsec);
+	flags = le32toh(flags);
+	/* Discard must not carry the unmap flag; no other flag exists. */
+	if (flags & ~(type == VIRTIO_BLK_T_WRITE_ZEROES ? VIRTIO_BLK_WZ_UNMAP : 0))
+		return VIRTIO_BLK_S_UNSUPP;
+	if (nsec > VBLK_MAX_ZERO_SECTORS || !vblk_range_ok(s, sector, nsec))
+		return VIRTIO_BLK_S_IOERR;
+	if (!nsec)
+		return VIRTIO_BLK_S_OK;
+	r->br.op = type == VIRTIO_BLK_T_DISCARD ? BLK_OP_DISCARD : BLK_OP_WRITE_ZEROES;
+	r->br.offset = sector << SECTOR_SHIFT;
+	r->br.len = (uint64_t)nsec << SECTOR_SHIFT;
+	r->br.unmap = flags & VIRTIO_BLK_WZ_UNMAP;
+	return 0xff;
+}
+
+/*
+ * Turns a chain into a backend request (1), a request answered right away
+ * with r->status (0), or a guest error (-1, *why set).
+ */
+static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why)
+{
+	struct vq_elem *e = &r->elem;
+	size_t out_size = iov_size(e->out_sg, e->out_num);
+	unsigned in_num = e->in_num;
+	uint8_t hdr[VBLK_HDR_LEN];
+	uint32_t type;
+	uint64_t sector;
+	uint8_t st;
+
+	if (out_size < VBLK_HDR_LEN) {
+		*why = "request header shorter than 16 bytes";
+		return -1;
+	}
+	while (in_num && !e->in_sg[in_num - 1].iov_len)
+		in_num--;
+	if (!in_num) {
+		*why = "request without a status byte";
+		return -1;
+	}
+	struct iovec *last = &e->in_sg[in_num - 1];
+
+	r->status_ptr = (uint8_t *)last->iov_base + last->iov_len - 1;
+	if (!--last->iov_len)
+		in_num--;
+
+	iov_read(e->out_sg, e->out_num, 0, hdr, sizeof(hdr));
+	memcpy(&type, hdr, 4);
+	memcpy(&sector, hdr + 8, 8);
+	type = le32toh(type);
+	sector = le64toh(sector);
+
+	switch (type) {
+	case VIRTIO_BLK_T_IN:
+	case VIRTIO_BLK_T_OUT:
+		st = vblk_rw(q, r, type == VIRTIO_BLK_T_OUT, sector, out_size, in_num);
+		break;
+	case VIRTIO_BLK_T_FLUSH:
+		r->br.op = BLK_OP_FLUSH;
+		st = 0xff;
+		break;
+	case VIRTIO_BLK_T_GET_ID: {
+		size_t n = iov_size(e->in_sg, in_num);
+
+		if (n > VBLK_SERIAL_LEN)
+			n = VBLK_SERIAL_LEN;
+		iov_write(e->in_sg, in_num, q->s->serial, n);
+		r->used_len = (uint32_t)n + 1;
+		st = VIRTIO_BLK_S_OK;
+		break;
+	}
+	case VIRTIO_BLK_T_DISCARD:
+	case VIRTIO_BLK_T_WRITE_ZEROES:
+		st = vblk_zeroes(q, r, type, out_size, in_num);
+		break;
+	default:
+		st = VIRTIO_BLK_S_UNSUPP;
+		break;
+	}
+	if (st == 0xff)
+		return 1;
+	r->status = st;
+	if (st != VIRTIO_BLK_S_OK)
+		r->used_len = 1;
+	return 0;
+}
+
+/*
+ * Puts completed requests into the used ring: one flush and at most one
+ * interrupt for the whole list.  Requests from before a reset are only
+ * freed.  Called with the device lock held.
+ */
+static void vblk_publish_locked(struct vblk_queue *q, struct vblk_req *list)
+{
+	struct virtio_device *vdev = &q->s->vdev;
+	struct virtqueue *vq = &vdev->queues[q->idx].vq;
+	bool live = q->serving && !vdev->broken;
+	unsigned n = 0;
+
+	while (list) {
+		struct vblk_req *r = list;
+
+		list = r->next;
+		if (live && r->gen == q->gen) {
+			*r->status_ptr = r->status;
+			virtqueue_fill(vq, &r->elem, r->used_len, n++);
+		}
+		free(r);
+	}
+	if (n) {
+		virtqueue_flush(vq, n);
+		virtio_notify(vdev, q->idx);
+	}
+}
+
+static void vblk_publish(struct vblk_queue *q)
+{
+	struct vblk_req *list = q->done;
+
+	q->done = NULL;
+	q->done_signalled = false;
+	if (!list)
+		return;
+	pthread_mutex_lock(&q->s->vdev.lock);
+	vblk_publish_locked(q, list);
+	pthread_mutex_unlock(&q->s->vdev.lock);
+}
+
+static void vblk_done_handler(void *opaque)
+{
+	struct vblk_queue *q = opaque;
+	uint64_t cnt;
+
+	if (read(q->done_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return;
+	vblk_publish(q);
+}
+
+/*
+ * Backend completion, on the queue's I/O thread.  Completions are gathered
+ * and published together: right away when nothing else is in flight
+ * (no later completion can join the batch), otherwise once the backend
+ * has run every completion it has ready.
+ */
+static void vblk_complete(struct blk_req *br, int64_t res)
+{
+	struct vblk_req *r = container_of(br, struct vblk_req, br);
+	struct vblk_queue *q = r->q;
+	bool rw = br->op == BLK_OP_READ || br->op == BLK_OP_WRITE;
+
+	if (__atomic_load_n(&q->closing, __ATOMIC_ACQUIRE)) {
+		free(r);
+		return;
+	}
+	q->in_backend--;
+	r->status = res < 0 || (rw && (uint64_t)res != r->expect) ?
+		    VIRTIO_BLK_S_IOERR : VIRTIO_BLK_S_OK;
+	if (r->status != VIRTIO_BLK_S_OK)
+		r->used_len = 1;
+	r->next = q->done;
+	q->done = r;
+	if (q->in_kick)
+		return;		/* the kick handler publishes when it ends */
+	if (!q->in_backend) {
+		vblk_publish(q);
+	} else if (!q->done_signalled) {
+		uint64_t one = 1;
+
+		q->done_signalled = true;
+		if (write(q->done_fd, &one, sizeof(one)) < 0)
+			vblk_publish(q);
+	}
+}
+
+/*
+ * One round: pop up to a ring's worth of requests under the lock, then
+ * hand them to the kernel with one submit.  Returns true when the ring may
+ * hold more work.
+ */
+static bool vblk_kick_round(struct vblk_queue *q)
+{
+	struct virtio_device *vdev = &q->s->vdev;
+	struct virtqueue *vq = &vdev->queues[q->idx].vq;
+	struct vblk_req *now = NULL;
+	unsigned n, added = 0;
+	bool more = false;
+
+	pthread_mutex_lock(&vdev->lock);
+	if (!q->serving || vdev->broken) {
+		pthread_mutex_unlock(&vdev->lock);
+		return false;
+	}
+	virtqueue_set_notification(vq, false);
+	for (n = 0; n < vq->num; n++) {
+		struct vq_elem *e;
+		const char *why = NULL;
+		int ret = virtqueue_pop(vq, sizeof(struct vblk_req), &e);
+
+		if (ret == 0)
+			break;
+		if (ret < 0) {
+			virtio_error(vdev, "virtio-blk: queue %u: malformed ring", q->idx);
+			break;
+		}
+		struct vblk_req *r = (struct vblk_req *)e;
+
+		memset(&r->br, 0, sizeof(*r) - offsetof(struct vblk_req, br));
+		r->q = q;
+		r->gen = q->gen;
+		r->used_len = 1;
+		r->br.cb = vblk_complete;
+		ret = vblk_parse(q, r, &why);
+		if (ret < 0) {
+			free(r);
+			virtio_error(vdev, "virtio-blk: queue %u: %s", q->idx, why);
+			break;
+		}
+		if (ret == 0) {
+			r->next = now;
+			now = r;
+			continue;
+		}
+		q->in_backend++;
+		added++;
+		blk_queue_add(q->bq, &r->br);
+	}
+	if (!vdev->broken) {
+		more = n == vq->num;
+		if (!more) {
+			/* Re-check after re-enabling, or a kick could be lost. */
+			virtqueue_set_notification(vq, true);
+			more = virtqueue_has_work(vq);
+		}
+	}
+	vblk_publish_locked(q, now);
+	pthread_mutex_unlock(&vdev->lock);
+	if (added)
+		blk_queue_submit(q->bq);
+	return more;
+}
+
+static void vblk_kick(void *opaque)
+{
+	struct vblk_queue *q = opaque;
+	int fd = q->s->vdev.queues[q->idx].kick_fd;
+	uint64_t cnt;
+
+	if (read(fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return;
+	q->in_kick = true;
+	while (vblk_kick_round(q))
+		;
+	q->in_kick = false;
+	/* Completions the backend ran inside add/submit. */
+	vblk_publish(q);
+}
+
+static struct vblk *vdev_to_vblk(struct virtio_device *vdev)
+{
+	return container_of(vdev, struct vblk, vdev);
+}
+
+static void vblk_read_config(struct virtio_device *vdev, uint32_t off, void *buf,
+			     unsigned len)
+{
+	struct vblk *s = vdev_to_vblk(vdev);
+
+	memset(buf, 0, len);
+	if (off < VBLK_CONFIG_LEN)
+		memcpy(buf, s->config + off,
+		       len < VBLK_CONFIG_LEN - off ? len : VBLK_CONFIG_LEN - off);
+}
+
+/* Only the writeback field is writable, and only with CONFIG_WCE: ignore. */
+static void vblk_write_config(struct virtio_device *vdev, uint32_t off,
+			      const void *buf, unsigned len)
+{
+	(void)vdev;
+	(void)off;
+	(void)buf;
+	(void)len;
+}
+
+static int vblk_start(struct virtio_device *vdev)
+{
+	struct vblk *s = vdev_to_vblk(vdev);
+	uint64_t one = 1;
+
+	for (unsigned i = 0; i < s->nq; i++) {
+		struct virtio_queue *vq = &vdev->queues[i];
+
+		s->q[i].serving = vq->ready;
+		/* Serve what the driver queued before DRIVER_OK. */
+		if (vq->ready && write(vq->kick_fd, &one, sizeof(one)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void vblk_reset(struct virtio_device *vdev)
+{
+	struct vblk *s = vdev_to_vblk(vdev);
+
+	for (unsigned i = 0; i < s->nq; i++) {
+		s->q[i].serving = false;
+		s->q[i].gen++;
+	}
+}
+
+static const struct virtio_device_ops vblk_ops = {
+	.read_config = vblk_read_config,
+	.write_config = vblk_write_config,
+	.start = vblk_start,
+	.reset = vblk_reset,
+};
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static void vblk_config_init(struct vblk *s, unsigned queue_size)
+{
+	uint64_t cap = htole64(s->capacity);
+	uint16_t nq = htole16((uint16_t)s->nq);
+
+	memcpy(s->config + CFG_CAPACITY, &cap, 8);
+	put_le32(s->config + CFG_SIZE_MAX, VBLK_SIZE_MAX);
+	put_le32(s->config + CFG_SEG_MAX, queue_size > 2 ? queue_size - 2 : 1);
+	put_le32(s->config + CFG_BLK_SIZE, SECTOR_SIZE);
+	memcpy(s->config + CFG_NUM_QUEUES, &nq, 2);
+	put_le32(s->config + CFG_MAX_DISCARD_SECTORS, VBLK_MAX_ZERO_SECTORS);
+	put_le32(s->config + CFG_MAX_DISCARD_SEG, VBLK_MAX_ZERO_SEG);
+	put_le32(s->config + CFG_DISCARD_ALIGN, VBLK_DISCARD_ALIGN);
+	put_le32(s->config + CFG_MAX_WZ_SECTORS, VBLK_MAX_ZERO_SECTORS);
+	put_le32(s->config + CFG_MAX_WZ_SEG, VBLK_MAX_ZERO_SEG);
+	s->config[CFG_WZ_MAY_UNMAP] = 1;
+}
+
+static uint64_t vblk_features(const struct vblk *s, const struct blk_device_cfg *cfg)
+{
+	uint64_t f = 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_BLK_F_SIZE_MAX |
+		     1ull << VIRTIO_BLK_F_SEG_MAX | 1ull << VIRTIO_BLK_F_BLK_SIZE |
+		     1ull << VIRTIO_BLK_F_FLUSH | 1ull << VIRTIO_BLK_F_DISCARD |
+		     1ull << VIRTIO_BLK_F_WRITE_ZEROES;
+
+	if (s->readonly)
+		f |= 1ull << VIRTIO_BLK_F_RO;
+	if (s->nq > 1)
+		f |= 1ull << VIRTIO_BLK_F_MQ;
+	if (cfg->indirect_desc)
+		f |= 1ull << VIRTIO_F_RING_INDIRECT_DESC;
+	if (cfg->event_idx)
+		f |= 1ull << VIRTIO_F_RING_EVENT_IDX;
+	if (cfg->packed)
+		f |= 1ull << VIRTIO_F_RING_PACKED;
+	return f;
+}
+
+static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio)
+{
+	struct vblk_queue *q = &s->q[i];
+
+	q->s = s;
+	q->idx = i;
+	q->done_fd = -1;
+	snprintf(q->name, sizeof(q->name), "vblk%u", i);
+	q->t = iothread_new(q->name);
+	if (!q->t)
+		return -1;
+	q->bq = blk_queue_new(s->file, q->t, aio);
+	if (!q->bq)
+		return -1;
+	q->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (q->done_fd < 0 ||
+	    iothread_add_fd(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
+	    iothread_add_fd(q->t, q->done_fd, vblk_done_handler, q) < 0 ||
+	    iothread_start(q->t) < 0) {
+		error_report("virtio-blk %s: cannot set up queue %u: %s",
+			     s->file->path, i, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void vblk_queue_destroy(struct vblk_queue *q)
+{
+	if (!q->t)
+		return;
+	if (q->s->vdev_ready)
+		iothread_del_fd(q->t, q->s->vdev.queues[q->idx].kick_fd);
+	if (q->done_fd >= 0)
+		iothread_del_fd(q->t, q->done_fd);
+	__atomic_store_n(&q->closing, true, __ATOMIC_RELEASE);
+	/* Runs the callbacks of everything in flight: they only free. */
+	blk_queue_free(q->bq);
+	iothread_free(q->t);
+	while (q->done) {
+		struct vblk_req *r = q->done;
+
+		q->done = r->next;
+		free(r);
+	}
+	if (q->done_fd >= 0)
+		close(q->done_fd);
+}
+
+void vblk_destroy(struct vblk *s)
+{
+	if (!s)
+		return;
+	if (s->pci)
+		virtio_pci_free(s->pci);
+	if (s->vdev_ready) {
+		pthread_mutex_lock(&s->vdev.lock);
+		vblk_reset(&s->vdev);
+		pthread_mutex_unlock(&s->vdev.lock);
+	}
+	for (unsigned i = 0; s->q && i < s->nq; i++)
+		vblk_queue_destroy(&s->q[i]);
+	free(s->q);
+	if (s->vdev_ready)
+		virtio_device_destroy(&s->vdev);
+	if (s->file) {
+		if (!s->file->readonly && fdatasync(s->file->fd) < 0)
+			error_report("%s: flush failed: %s", s->file->path, strerror(errno));
+		blk_file_close(s->file);
+	}
+	free(s);
+}
+
+struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
+			 const struct blk_device_cfg *cfg)
+{
+	struct vblk *s = calloc(1, sizeof(*s));
+	struct blk_file_opts o = {
+		.path = d->file, .readonly = d->readonly, .cache = d->cache,
+	};
+
+	if (!s)
+		return NULL;
+	s->file = blk_file_open(&o);
+	if (!s->file)
+		goto fail;
+	s->readonly = d->readonly || s->file->readonly;
+	s->capacity = s->file->size >> SECTOR_SHIFT;
+	s->nq = cfg->num_queues ? cfg->num_queues : m->ncpus;
+	if (s->nq < 1)
+		s->nq = 1;
+	if (s->nq > VBLK_MAX_QUEUES)
+		s->nq = VBLK_MAX_QUEUES;
+	memcpy(s->serial, cfg->serial, strnlen(cfg->serial, VBLK_SERIAL_LEN));
+	vblk_config_init(s, cfg->queue_size);
+	if (virtio_device_init(&s->vdev, VIRTIO_ID_BLOCK, vblk_features(s, cfg),
+			       VBLK_CONFIG_LEN, s->nq, (uint16_t)cfg->queue_size,
+			       &m->mem, &vblk_ops, s) < 0) {
+		error_report("virtio-blk %s: cannot create the device", d->file);
+		goto fail;
+	}
+	s->vdev_ready = true;
+	s->q = calloc(s->nq, sizeof(*s->q));
+	if (!s->q)
+		goto fail;
+	for (unsigned i = 0; i < s->nq; i++) {
+		s->q[i].s = s;
+		s->q[i].done_fd = -1;
+	}
+	for (unsigned i = 0; i < s->nq; i++)
+		if (vblk_queue_init(s, i, d->aio) < 0)
+			goto fail;
+	s->pci = virtio_pci_create(m, &s->vdev, VIRTIO_PCI_DEVICE_ID(VIRTIO_ID_BLOCK),
+				   PCI_CLASS_STORAGE_OTHER);
+	if (!s->pci)
+		goto fail;
+	return s;
+fail:
+	vblk_destroy(s);
+	return NULL;
+}
+
+int blk_devices_create(struct blk_cmdline *c, struct machine *m)
+{
+	if (!c->finished && blk_cmdline_finish(c) < 0)
+		return -1;
+	for (unsigned i = 0; i < c->nr_devs; i++) {
+		struct blk_device_cfg *dc = &c->devs[i];
+
+		dc->dev = vblk_create(m, &c->drives[dc->drive], dc);
+		if (!dc->dev)
+			return -1;
+	}
+	return 0;
+}
+
+void blk_devices_destroy(struct blk_cmdline *c)
+{
+	if (!c)
+		return;
+	for (unsigned i = 0; i < c->nr_devs; i++) {
+		vblk_destroy(c->devs[i].dev);
+		c->devs[i].dev = NULL;
+	}
+}
