@@ -1,0 +1,724 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Virtqueue unit tests: a guest-side driver in this process against the
+ * device side in virtio/, for both ring kinds, honest and hostile.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vq-driver.h"
+
+static int failures;
+static int checks;
+
+#define CHECK(cond) do {						\
+	checks++;							\
+	if (!(cond)) {							\
+		failures++;						\
+		fprintf(stderr, "FAIL %s:%d: %s\n", __func__, __LINE__, #cond); \
+	}								\
+} while (0)
+
+#define F_INDIRECT (1ull << VIRTIO_F_RING_INDIRECT_DESC)
+#define F_EVENT_IDX (1ull << VIRTIO_F_RING_EVENT_IDX)
+#define F_PACKED (1ull << VIRTIO_F_RING_PACKED)
+#define F_BASE ((1ull << VIRTIO_F_VERSION_1) | F_INDIRECT)
+
+#define RAM_SIZE (4ull << 20)
+
+static const char *kind(bool packed)
+{
+	return packed ? "packed" : "split";
+}
+
+static uint64_t feats(bool packed, uint64_t extra)
+{
+	return F_BASE | extra | (packed ? F_PACKED : 0);
+}
+
+/* A virtio-blk-like request: header out, data in, status in. */
+static unsigned int blk_segs(struct vq_driver *d, struct drv_seg *s, unsigned int slot)
+{
+	uint64_t base = d->data + (uint64_t)slot * 0x2000;
+
+	s[0] = (struct drv_seg){ base, 16, false };
+	s[1] = (struct drv_seg){ base + 0x1000, 4096, true };
+	s[2] = (struct drv_seg){ base + 0x100, 1, true };
+	return 3;
+}
+
+static bool elem_matches(struct vq_driver *d, const struct vq_elem *e,
+			 const struct drv_seg *s, unsigned int n)
+{
+	unsigned int out = 0, in = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		const struct iovec *iov;
+		uint64_t addr;
+
+		if (s[i].len == 0)
+			continue;
+		if (s[i].write) {
+			if (in >= e->in_num)
+				return false;
+			iov = &e->in_sg[in];
+			addr = e->in_addr[in++];
+		} else {
+			if (out >= e->out_num)
+				return false;
+			iov = &e->out_sg[out];
+			addr = e->out_addr[out++];
+		}
+		if (addr != s[i].gpa || iov->iov_len != s[i].len ||
+		    iov->iov_base != drv_ptr(d, s[i].gpa))
+			return false;
+	}
+	return out == e->out_num && in == e->in_num;
+}
+
+static void test_roundtrip(bool packed, bool indirect)
+{
+	struct vq_driver d;
+	struct virtqueue vq;
+	struct drv_seg s[3];
+	struct vq_elem *e = NULL;
+	uint16_t id;
+	uint32_t len;
+
+	drv_init(&d, packed, 16, RAM_SIZE);
+	CHECK(drv_setup_vq(&d, &vq, feats(packed, 0)) == 0);
+	CHECK(virtqueue_pop(&vq, sizeof(*e), &e) == 0);
+	CHECK(!virtqueue_has_work(&vq));
+	for (unsigned int round = 0; round < 40; round++) {
+		unsigned int n = blk_segs(&d, s, round % 8);
+		int head = drv_add(&d, s, n, indirect);
+
+		CHECK(head >= 0);
+		CHECK(virtqueue_has_work(&vq));
+		CHECK(virtqueue_pop(&vq, sizeof(*e) + 40, &e) == 1);
+		CHECK(e->index == head);
+		CHECK(e->out_num == 1 && e->in_num == 2);
+		CHECK(elem_matches(&d, e, s, n));
+		CHECK(drv_reap(&d, &id, &len) == 0);
+		virtqueue_push(&vq, e, 4097);
+		CHECK(drv_reap(&d, &id, &len) == 1);
+		CHECK(id == head && len == 4097);
+		free(e);
+		CHECK(virtqueue_pop(&vq, sizeof(*e), &e) == 0);
+	}
+	CHECK(!vq.broken && drv_canary_ok(&d));
+	printf("ok roundtrip %s%s\n", kind(packed), indirect ? " indirect" : "");
+	drv_destroy(&d);
+}
+
+/* Random chain lengths around the ring many times, with batches in flight. */
+static void test_wrap(bool packed, bool indirect)
+{
+	struct vq_driver d;
+	struct virtqueue vq;
+	unsigned int num = 32, done = 0, seed = 1;
+	struct vq_elem *e[32];
+	struct drv_seg s[8];
+	unsigned int ns[32];
+	int heads[32];
+
+	drv_init(&d, packed, num, RAM_SIZE);
+	CHECK(drv_setup_vq(&d, &vq, feats(packed, 0)) == 0);
+	while (done < 10 * num) {
+		unsigned int batch = 0, popped = 0;
+		uint16_t id;
+		uint32_t len;
+
+		/* Add chains of 1..8 descriptors until the ring is full. */
+		for (;;) {
+			unsigned int n = 1 + (seed = seed * 1103515245 + 12345) / 65536 % 8;
+			unsigned int nout = n / 2;
+
+			for (unsigned int i = 0; i < n; i++)
+				s[i] = (struct drv_seg){ d.data + 0x100 * (batch * 8 + i),
+							 (uint32_t)(i + 1), i >= nout };
+			heads[batch] = drv_add(&d, s, n, indirect);
+			if (heads[batch] < 0)
+				break;
+			ns[batch++] = n;
+			if (batch == num)
+				break;
+		}
+		CHECK(batch > 0);
+		while (popped < batch && virtqueue_pop(&vq, sizeof(*e[0]), &e[popped]) == 1) {
+			CHECK(e[popped]->index == heads[popped]);
+			CHECK(e[popped]->out_num + e[popped]->in_num == ns[popped]);
+			popped++;
+		}
+		CHECK(popped == batch);
+		for (unsigned int i = 0; i < popped; i++)
+			virtqueue_fill(&vq, e[i], i, i);
+		virtqueue_flush(&vq, popped);
+		for (unsigned int i = 0; i < popped; i++) {
+			CHECK(drv_reap(&d, &id, &len) == 1);
+			CHECK(id == heads[i] && len == i);
+			free(e[i]);
+		}
+		CHECK(drv_reap(&d, &id, &len) == 0);
+		done += popped;
+	}
+	CHECK(!vq.broken && vq.inflight == 0 && drv_canary_ok(&d));
+	printf("ok wrap %s%s (%u chains)\n", kind(packed), indirect ? " indirect" : "", done);
+	drv_destroy(&d);
+}
+
+/* Filled elements stay invisible until flush publishes them all. */
+static void test_batch(bool packed)
+{
+	struct vq_driver d;
+	struct virtqueue vq;
+	struct vq_elem *e[4];
+	struct drv_seg s[3];
+	uint16_t id;
+	uint32_t len;
+
+	drv_init(&d, packed, 16, RAM_SIZE);
+	CHECK(drv_setup_vq(&d, &vq, feats(packed, 0)) == 0);
+	for (unsigned int i = 0; i < 4; i++) {
+		CHECK(drv_add(&d, s, blk_segs(&d, s, i), false) >= 0);
+		CHECK(virtqueue_pop(&vq, sizeof(*e[i]), &e[i]) == 1);
+	}
+	/* Complete out of order, as a block device does. */
+	for (unsigned int i = 0; i < 4; i++)
+		virtqueue_fill(&vq, e[3 - i], 100 + (3 - i), i);
+	CHECK(drv_reap(&d, &id, &len) == 0);
+	virtqueue_flush(&vq, 4);
+	for (unsigned int i = 0; i < 4; i++) {
+		CHECK(drv_reap(&d, &id, &len) == 1);
+		CHECK(id == e[3 - i]->index && len == 100 + (3 - i));
+	}
+	CHECK(drv_reap(&d, &id, &len) == 0);
+	for (unsigned int i = 0; i < 4; i++)
+		free(e[i]);
+	CHECK(!vq.broken && drv_canary_ok(&d));
+	printf("ok batch %s\n", kind(packed));
+	drv_destroy(&d);
+}
+
+static void pop_push(struct vq_driver *d, struct virtqueue *vq)
+{
+	struct drv_seg s[3];
+	struct vq_elem *e = NULL;
+	uint16_t id;
+	uint32_t len;
+
+	CHECK(drv_add(d, s, blk_segs(d, s, 0), false) >= 0);
+	CHECK(virtqueue_pop(vq, sizeof(*e), &e) == 1);
+	if (!e)
+		return;
+	virtqueue_push(vq, e, 1);
+	free(e);
+	CHECK(drv_reap(d, &id, &len) == 1);
+}
+
+static void test_notify_split(void)
+{
+	struct vq_driver d;
+	struct virtqueue vq;
+	struct vring_avail *avail;
+	struct vring_used *used;
+	uint16_t *used_event, *avail_event;
+
+	/* Without EVENT_IDX: the NO_INTERRUPT / NO_NOTIFY flags. */
+	drv_init(&d, false, 8, RAM_SIZE);
+	CHECK(drv_setup_vq(&d, &vq, feats(false, 0)) == 0);
+	avail = drv_ptr(&d, d.driver);
+	used = drv_ptr(&d, d.device);
+	pop_push(&d, &vq);
+	CHECK(virtqueue_should_notify(&vq));
+	avail->flags = VRING_AVAIL_F_NO_INTERRUPT;
+	pop_push(&d, &vq);
+	CHECK(!virtqueue_should_notify(&vq));
+	virtqueue_set_notification(&vq, false);
+	CHECK(used->flags == VRING_USED_F_NO_NOTIFY);
+	virtqueue_set_notification(&vq, true);
+	CHECK(used->flags == 0);
+	drv_destroy(&d);
+
+	/* With EVENT_IDX: used_event and avail_event. */
+	drv_init(&d, false, 8, RAM_SIZE);
+	CHECK(drv_setup_vq(&d, &vq, feats(false, F_EVENT_IDX)) == 0);
+	avail = drv_ptr(&d, d.driver);
+	used = drv_ptr(&d, d.device);
+	used_event = &avail->ring[8];
+	avail_event = (uint16_t *)&used->ring[8];
+	avail->flags = VRING_AVAIL_F_NO_INTERRUPT;	/* ignored with EVENT_IDX */
+	*used_event = 0;
+	pop_push(&d, &vq);	/* used idx 0 -> 1 passes event 0 */
+	CHECK(virtqueue_should_notify(&vq));
+	CHECK(*avail_event == 1);
+	*used_event = 3;	/* interrupt when entry 3 is used */
+	pop_push(&d, &vq);	/* 1 -> 2 */
+	CHECK(!virtqueue_should_notify(&vq));
+	pop_push(&d, &vq);	/* 2 -> 3 */
+	CHECK(!virtqueue_should_notify(&vq));
+	pop_push(&d, &vq);	/* 3 -> 4: passes 3 */
+	CHECK(virtqueue_should_notify(&vq));
+	pop_push(&d, &vq);	/* 4 -> 5: 3 already signalled */
+	CHECK(!virtqueue_should_notify(&vq));
+	/* Two in one flush, event inside the batch. */
+	*used_event = 6;
+	pop_push(&d, &vq);
+	pop_push(&d, &vq);	/* 5 -> 7 without checking in between */
+	CHECK(virtqueue_should_notify(&vq));
+	/* avail_event follows what pop has seen while kicks are wanted. */
+	virtqueue_set_notification(&vq, false);
+	pop_push(&d, &vq);
+	CHECK(*avail_event == 7);
+	virtqueue_set_notification(&vq, true);
+	CHECK(*avail_event == 8);
+	CHECK(!vq.broken && drv_canary_ok(&d));
+	printf("ok notify split\n");
+	drv_destroy(&d);
+}
+
+static void test_notify_packed(void)
+{
+	struct vq_driver d;
+	struct virtqueue vq;
+	struct vring_packed_event *drv_ev, *dev_ev;
+	unsigned int num = 8;
+
+	drv_init(&d, true, num, RAM_SIZE);
+	CHECK(drv_setup_vq(&d, &vq, feats(true, F_EVENT_IDX)) == 0);
+	drv_ev = drv_ptr(&d, d.driver);
+	dev_ev = drv_ptr(&d, d.device);
+
+	drv_ev->flags = VRING_PACKED_EVENT_FLAG_ENABLE;
+	pop_push(&d, &vq);	/* 3 slots: used position 0 -> 3 */
+	CHECK(virtqueue_should_notify(&vq));
+	drv_ev->flags = VRING_PACKED_EVENT_FLAG_DISABLE;
+	pop_push(&d, &vq);	/* 3 -> 6 */
+	CHECK(!virtqueue_should_notify(&vq));
+	/* Event at slot 1 of the next lap (wrap counter 0). */
+	drv_ev->off_wrap = 1;
+	drv_ev->flags = VRING_PACKED_EVENT_FLAG_DESC;
+	pop_push(&d, &vq);	/* 6 -> 9, i.e. slot 1 wrap 0 */
+	CHECK(!virtqueue_should_notify(&vq));
+	pop_push(&d, &vq);	/* 9 -> 12: passes slot 1 */
+	CHECK(virtqueue_should_notify(&vq));
+	pop_push(&d, &vq);	/* 12 -> 15 */
+	CHECK(!virtqueue_should_notify(&vq));
+	/* Same slot but in the current lap's wrap: 2 laps away, not passed. */
+	drv_ev->off_wrap = 1 | (1u << VRING_PACKED_EVENT_WRAP_SHIFT);
+	pop_push(&d, &vq);	/* 15 -> 18 = slot 2 wrap 1 : passes slot 0,1 wrap 1 */
+	CHECK(virtqueue_should_notify(&vq));
+	/* An event slot beyond the ring is treated as "always". */
+	drv_ev->off_wrap = 200;
+	pop_push(&d, &vq);
+	CHECK(virtqueue_should_notify(&vq));
+
+	virtqueue_set_notification(&vq, false);
+	CHECK(dev_ev->flags == VRING_PACKED_EVENT_FLAG_DISABLE);
+	virtqueue_set_notification(&vq, true);
+	CHECK(dev_ev->flags == VRING_PACKED_EVENT_FLAG_ENABLE);
+	drv_destroy(&d);
+
+	/* DESC mode without EVENT_IDX is not allowed: notify. */
+	drv_init(&d, true, num, RAM_SIZE);
+	CHECK(drv_setup_vq(&d, &vq, feats(true, 0)) == 0);
+	drv_ev = drv_ptr(&d, d.driver);
+	drv_ev->flags = VRING_PACKED_EVENT_FLAG_DESC;
+	drv_ev->off_wrap = 7;
+	pop_push(&d, &vq);
+	CHECK(virtqueue_should_notify(&vq));
+	CHECK(!vq.broken && drv_canary_ok(&d));
+	printf("ok notify packed\n");
+	drv_destroy(&d);
+}
+
+static void test_enable(void)
+{
+	struct vq_driver d;
+	struct virtqueue vq;
+
+	drv_init(&d, false, 16, RAM_SIZE);
+	CHECK(drv_setup_vq(&d, &vq, feats(false, 0)) == 0);
+	vq.desc_addr += 8;
+	CHECK(virtqueue_enable(&vq, feats(false, 0)) < 0);
+	vq.desc_addr = d.desc;
+	vq.device_addr += 2;
+	CHECK(virtqueue_enable(&vq, feats(false, 0)) < 0);
+	vq.device_addr = DRV_RAM_GPA + d.ram_size - 16;	/* runs off RAM */
+	CHECK(virtqueue_enable(&vq, feats(false, 0)) < 0);
+	vq.device_addr = d.device;
+	vq.driver_addr = 0;	/* below RAM */
+	CHECK(virtqueue_enable(&vq, feats(false, 0)) < 0);
+	vq.driver_addr = d.driver;
+	vq.num = 12;		/* split needs a power of two */
+	CHECK(virtqueue_enable(&vq, feats(false, 0)) < 0);
+	CHECK(virtqueue_enable(&vq, feats(true, 0)) == 0);
+	vq.num = 0;
+	CHECK(virtqueue_enable(&vq, feats(true, 0)) < 0);
+	vq.num = VIRTQUEUE_MAX_SIZE * 2;
+	CHECK(virtqueue_enable(&vq, feats(false, 0)) < 0);
+	vq.num = 16;
+	vq.driver_addr = d.driver + 2;	/* packed event structures are 4-aligned */
+	CHECK(virtqueue_enable(&vq, feats(true, 0)) < 0);
+	CHECK(virtqueue_enable(&vq, feats(false, 0)) == 0);
+	CHECK(drv_canary_ok(&d));
+	printf("ok enable checks\n");
+	drv_destroy(&d);
+}
+
+/* Zero-length descriptors are skipped, not mapped. */
+static void test_zero_len(bool packed)
+{
+	struct vq_driver d;
+	struct virtqueue vq;
+	struct vq_elem *e = NULL;
+	struct drv_seg s[3] = {
+		{ 0, 0, false },	/* would be outside RAM if it were mapped */
+		{ DRV_RAM_GPA + 0x200000, 16, false },
+		{ DRV_RAM_GPA + 0x201000, 0, true },
+	};
+
+	drv_init(&d, packed, 8, RAM_SIZE);
+	CHECK(drv_setup_vq(&d, &vq, feats(packed, 0)) == 0);
+	CHECK(drv_add(&d, s, 3, false) >= 0);
+	CHECK(virtqueue_pop(&vq, sizeof(*e), &e) == 1);
+	CHECK(e && e->out_num == 1 && e->in_num == 0 && elem_matches(&d, e, s, 3));
+	free(e);
+	CHECK(!vq.broken && drv_canary_ok(&d));
+	printf("ok zero-length %s\n", kind(packed));
+	drv_destroy(&d);
+}
+
+/*
+ * Hostile rings.  Each case gets a fresh queue, lets corrupt() damage an
+ * honestly added chain, and expects pop to fail and stay failed.
+ */
+struct hostile {
+	const char *name;
+	bool packed;
+	uint64_t features;
+	unsigned int num;
+	unsigned int nsegs;
+	bool indirect;
+	void (*corrupt)(struct vq_driver *d);
+};
+
+static struct vring_desc *sdesc(struct vq_driver *d, unsigned int i)
+{
+	return (struct vring_desc *)drv_ptr(d, d->desc) + i;
+}
+
+static struct vring_packed_desc *pdesc(struct vq_driver *d, unsigned int i)
+{
+	return (struct vring_packed_desc *)drv_ptr(d, d->desc) + i;
+}
+
+/* The split driver hands out descriptors 0, 1, 2... on a fresh ring. */
+static struct vring_desc *shead(struct vq_driver *d)
+{
+	return sdesc(d, 0);
+}
+
+static struct vring_desc *sindirect(struct vq_driver *d)
+{
+	return drv_ptr(d, shead(d)->addr);
+}
+
+static struct vring_packed_desc *pindirect(struct vq_driver *d)
+{
+	return drv_ptr(d, pdesc(d, 0)->addr);
+}
+
+static void s_addr_outside(struct vq_driver *d) { shead(d)->addr = DRV_RAM_GPA + d->ram_size; }
+static void s_addr_below(struct vq_driver *d) { shead(d)->addr = DRV_RAM_GPA - 8; }
+static void s_addr_wrap(struct vq_driver *d) { shead(d)->addr = ~0ull - 4; }
+static void s_len_past_end(struct vq_driver *d)
+{
+	shead(d)->addr = DRV_RAM_GPA + d->ram_size - 8;
+	shead(d)->len = 9;
+}
+static void s_next_range(struct vq_driver *d) { shead(d)->next = (uint16_t)d->num; }
+static void s_loop(struct vq_driver *d) { sdesc(d, 2)->next = 1; sdesc(d, 2)->flags |= VRING_DESC_F_NEXT; }
+static void s_self_loop(struct vq_driver *d) { shead(d)->next = 0; }
+static void s_read_after_write(struct vq_driver *d) { sdesc(d, 2)->flags &= (uint16_t)~VRING_DESC_F_WRITE; }
+static void s_avail_jump(struct vq_driver *d)
+{
+	struct vring_avail *a = drv_ptr(d, d->driver);
+
+	a->idx = (uint16_t)(d->num + 1);
+}
+static void s_head_range(struct vq_driver *d)
+{
+	struct vring_avail *a = drv_ptr(d, d->driver);
+
+	a->ring[0] = (uint16_t)d->num;
+}
+static void s_head_huge(struct vq_driver *d)
+{
+	struct vring_avail *a = drv_ptr(d, d->driver);
+
+	a->ring[0] = 0xffff;
+}
+static void s_ind_len_odd(struct vq_driver *d) { shead(d)->len = 40; }
+static void s_ind_len_zero(struct vq_driver *d) { shead(d)->len = 0; }
+static void s_ind_len_huge(struct vq_driver *d) { shead(d)->len = (VIRTQUEUE_MAX_SIZE + 1) * 16; }
+static void s_ind_outside(struct vq_driver *d) { shead(d)->addr = DRV_RAM_GPA + d->ram_size - 16; }
+static void s_ind_nested(struct vq_driver *d) { sindirect(d)[1].flags |= VRING_DESC_F_INDIRECT; }
+static void s_ind_next(struct vq_driver *d) { shead(d)->flags |= VRING_DESC_F_NEXT; }
+static void s_ind_loop(struct vq_driver *d) { sindirect(d)[2].flags |= VRING_DESC_F_NEXT;
+	sindirect(d)[2].next = 0; }
+static void s_ind_next_range(struct vq_driver *d) { sindirect(d)[0].next = 3; }
+static void s_ind_buf_outside(struct vq_driver *d) { sindirect(d)[2].addr = 0; }
+static void s_nothing(struct vq_driver *d) { (void)d; }
+/* A 1024-entry indirect table after a direct descriptor: 1025 buffers. */
+static void s_too_many_iov(struct vq_driver *d)
+{
+	struct vring_desc *t = drv_ptr(d, d->data);
+
+	for (unsigned int i = 0; i < VIRTQUEUE_MAX_SIZE; i++)
+		t[i] = (struct vring_desc){ d->data + 0x10000, 8, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT,
+					    (uint16_t)(i + 1) };
+	t[VIRTQUEUE_MAX_SIZE - 1].flags = VRING_DESC_F_WRITE;
+	shead(d)->flags = VRING_DESC_F_NEXT;
+	sdesc(d, 1)->addr = d->data;
+	sdesc(d, 1)->len = VIRTQUEUE_MAX_SIZE * 16;
+	sdesc(d, 1)->flags = VRING_DESC_F_INDIRECT;
+}
+
+static void p_id_range(struct vq_driver *d) { pdesc(d, 2)->id = (uint16_t)d->num; }
+static void p_addr_outside(struct vq_driver *d) { pdesc(d, 1)->addr = DRV_RAM_GPA + d->ram_size; }
+static void p_addr_wrap(struct vq_driver *d) { pdesc(d, 0)->addr = ~0ull - 4; }
+static void p_read_after_write(struct vq_driver *d) { pdesc(d, 1)->flags |= VRING_DESC_F_WRITE;
+	pdesc(d, 2)->flags &= (uint16_t)~VRING_DESC_F_WRITE; }
+/* Every slot says NEXT: the chain never ends inside the ring. */
+static void p_endless(struct vq_driver *d)
+{
+	for (unsigned int i = 0; i < d->num; i++)
+		pdesc(d, i)->flags = VRING_DESC_F_NEXT |
+			(i == 0 ? VRING_PACKED_DESC_F_AVAIL : 0);
+	for (unsigned int i = 0; i < d->num; i++)
+		pdesc(d, i)->len = 1, pdesc(d, i)->addr = d->data;
+}
+static void p_ind_nested(struct vq_driver *d) { pindirect(d)[1].flags |= VRING_DESC_F_INDIRECT; }
+static void p_ind_next(struct vq_driver *d) { pdesc(d, 0)->flags |= VRING_DESC_F_NEXT; }
+static void p_ind_len_odd(struct vq_driver *d) { pdesc(d, 0)->len = 24; }
+static void p_ind_len_huge(struct vq_driver *d) { pdesc(d, 0)->len = (VIRTQUEUE_MAX_SIZE + 1) * 16; }
+static void p_ind_outside(struct vq_driver *d) { pdesc(d, 0)->addr = DRV_RAM_GPA - 16; }
+static void p_ind_id_range(struct vq_driver *d) { pdesc(d, 0)->id = 0xffff; }
+static void p_too_many_iov(struct vq_driver *d)
+{
+	struct vring_packed_desc *t = drv_ptr(d, d->data);
+
+	for (unsigned int i = 0; i < VIRTQUEUE_MAX_SIZE; i++)
+		t[i] = (struct vring_packed_desc){ d->data + 0x10000, 8, 0, VRING_DESC_F_WRITE };
+	pdesc(d, 1)->addr = d->data;
+	pdesc(d, 1)->len = VIRTQUEUE_MAX_SIZE * 16;
+	pdesc(d, 1)->flags = (uint16_t)((pdesc(d, 1)->flags & ~VRING_DESC_F_WRITE) | VRING_DESC_F_INDIRECT);
+}
+
+static const struct hostile hostile_cases[] = {
+	{ "split buffer above RAM", false, 0, 8, 3, false, s_addr_outside },
+	{ "split buffer below RAM", false, 0, 8, 3, false, s_addr_below },
+	{ "split buffer address wraps", false, 0, 8, 3, false, s_addr_wrap },
+	{ "split buffer runs past RAM", false, 0, 8, 3, false, s_len_past_end },
+	{ "split next out of range", false, 0, 8, 3, false, s_next_range },
+	{ "split chain loops", false, 0, 8, 3, false, s_loop },
+	{ "split descriptor points at itself", false, 0, 8, 3, false, s_self_loop },
+	{ "split readable after writable", false, 0, 8, 3, false, s_read_after_write },
+	{ "split avail index jumps", false, 0, 8, 3, false, s_avail_jump },
+	{ "split head out of range", false, 0, 8, 3, false, s_head_range },
+	{ "split head 0xffff", false, 0, 8, 3, false, s_head_huge },
+	{ "split indirect not negotiated", false, (uint64_t)-1, 8, 3, true, s_nothing },
+	{ "split indirect length not 16n", false, 0, 8, 3, true, s_ind_len_odd },
+	{ "split indirect length 0", false, 0, 8, 3, true, s_ind_len_zero },
+	{ "split indirect too long", false, 0, 8, 3, true, s_ind_len_huge },
+	{ "split indirect table outside RAM", false, 0, 8, 3, true, s_ind_outside },
+	{ "split nested indirect", false, 0, 8, 3, true, s_ind_nested },
+	{ "split indirect with NEXT", false, 0, 8, 3, true, s_ind_next },
+	{ "split indirect chain loops", false, 0, 8, 3, true, s_ind_loop },
+	{ "split indirect next out of range", false, 0, 8, 3, true, s_ind_next_range },
+	{ "split indirect buffer outside RAM", false, 0, 8, 3, true, s_ind_buf_outside },
+	{ "split more buffers than VIRTQUEUE_MAX_SIZE", false, 0, 8, 2, false, s_too_many_iov },
+	{ "packed buffer id out of range", true, 0, 8, 3, false, p_id_range },
+	{ "packed buffer outside RAM", true, 0, 8, 3, false, p_addr_outside },
+	{ "packed buffer address wraps", true, 0, 8, 3, false, p_addr_wrap },
+	{ "packed readable after writable", true, 0, 8, 3, false, p_read_after_write },
+	{ "packed chain longer than ring", true, 0, 8, 1, false, p_endless },
+	{ "packed indirect not negotiated", true, (uint64_t)-1, 8, 3, true, s_nothing },
+	{ "packed nested indirect", true, 0, 8, 3, true, p_ind_nested },
+	{ "packed indirect with NEXT", true, 0, 8, 3, true, p_ind_next },
+	{ "packed indirect length not 16n", true, 0, 8, 3, true, p_ind_len_odd },
+	{ "packed indirect too long", true, 0, 8, 3, true, p_ind_len_huge },
+	{ "packed indirect table outside RAM", true, 0, 8, 3, true, p_ind_outside },
+	{ "packed indirect buffer id out of range", true, 0, 8, 3, true, p_ind_id_range },
+	{ "packed more buffers than VIRTQUEUE_MAX_SIZE", true, 0, 8, 2, false, p_too_many_iov },
+};
+
+static void test_hostile(const struct hostile *h)
+{
+	struct vq_driver d;
+	struct virtqueue vq;
+	struct vq_elem *e = NULL;
+	struct drv_seg s[3];
+	/* (uint64_t)-1 marks "indirect not offered". */
+	uint64_t f = h->features == (uint64_t)-1 ? F_PACKED * h->packed
+						 : feats(h->packed, h->features);
+	int bad = failures;
+	const char *why;
+
+	drv_init(&d, h->packed, h->num, RAM_SIZE);
+	CHECK(drv_setup_vq(&d, &vq, f) == 0);
+	blk_segs(&d, s, 0);
+	CHECK(drv_add(&d, s, h->nsegs, h->indirect) >= 0);
+	h->corrupt(&d);
+	CHECK(virtqueue_pop(&vq, sizeof(*e), &e) == -1);
+	CHECK(vq.broken && vq.error);
+	CHECK(virtqueue_pop(&vq, sizeof(*e), &e) == -1);
+	CHECK(!virtqueue_has_work(&vq));
+	CHECK(drv_canary_ok(&d));
+	why = vq.error;
+	/* Reset brings the queue back. */
+	virtqueue_reset(&vq);
+	CHECK(!vq.broken && !vq.enabled);
+	if (failures != bad)
+		printf("FAIL hostile: %s\n", h->name);
+	else
+		printf("ok hostile: %s: %s\n", h->name, why);
+	drv_destroy(&d);
+}
+
+/* Something a descriptor field might plausibly hold, or junk. */
+static uint64_t rnd_addr(struct vq_driver *d, unsigned int *seed)
+{
+	if (rand_r(seed) % 8 == 0)
+		return ((uint64_t)rand_r(seed) << 33) ^ (uint64_t)rand_r(seed) * 7919;
+	return DRV_RAM_GPA - 64 + (uint64_t)rand_r(seed) % (d->ram_size + 128);
+}
+
+static uint32_t rnd_len(unsigned int *seed)
+{
+	switch (rand_r(seed) % 8) {
+	case 0: return (uint32_t)rand_r(seed) * 3u;
+	case 1: return 16u * (uint32_t)(rand_r(seed) % 8);
+	default: return (uint32_t)rand_r(seed) % 512;
+	}
+}
+
+static uint16_t rnd_flags(unsigned int *seed)
+{
+	uint16_t f = 0;
+
+	if (rand_r(seed) % 16 == 0)
+		return (uint16_t)rand_r(seed);
+	if (rand_r(seed) % 3)
+		f |= VRING_DESC_F_NEXT;
+	if (rand_r(seed) % 2)
+		f |= VRING_DESC_F_WRITE;
+	if (rand_r(seed) % 12 == 0)
+		f |= VRING_DESC_F_INDIRECT;
+	if (rand_r(seed) % 4)
+		f |= VRING_PACKED_DESC_F_AVAIL;
+	if (rand_r(seed) % 4 == 0)
+		f |= VRING_PACKED_DESC_F_USED;
+	return f;
+}
+
+static uint16_t rnd_index(unsigned int num, unsigned int *seed)
+{
+	return (uint16_t)(rand_r(seed) % 10 ? (unsigned int)rand_r(seed) % num : (unsigned int)rand_r(seed));
+}
+
+/*
+ * Random rings and tables: every 16-byte slot of the ring and table areas
+ * holds a descriptor of random but mostly plausible fields, so that chains
+ * get deep before something is wrong.  Nothing may crash (run this under
+ * ASan) or touch the canaries.
+ */
+static void test_random(bool packed, double seconds)
+{
+	struct timespec t0, t;
+	unsigned long rounds = 0, pops = 0, broken = 0;
+	unsigned int seed = packed ? 7 : 3;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		struct vq_driver d;
+		struct virtqueue vq;
+		unsigned int num = 1u << (rand_r(&seed) % 6 + 1);
+		uint8_t *ram;
+		size_t span;
+
+		drv_init(&d, packed, num, 1 << 20);
+		ram = d.ram;
+		span = (size_t)(d.data - DRV_RAM_GPA) + 0x4000;
+		for (size_t i = 0; i + 16 <= span; i += 16) {
+			struct vring_desc sd = { rnd_addr(&d, &seed), rnd_len(&seed),
+						 rnd_flags(&seed), rnd_index(num, &seed) };
+			struct vring_packed_desc pd = { sd.addr, sd.len, sd.next, sd.flags };
+
+			if (packed)
+				memcpy(ram + i, &pd, 16);
+			else
+				memcpy(ram + i, &sd, 16);
+		}
+		if (!packed) {
+			struct vring_avail *a = drv_ptr(&d, d.driver);
+
+			a->flags = 0;
+			a->idx = (uint16_t)(rand_r(&seed) % 10 ? (unsigned int)rand_r(&seed) % (num + 1)
+							       : (unsigned int)rand_r(&seed));
+			for (unsigned int i = 0; i <= num; i++)
+				a->ring[i] = rnd_index(num, &seed);
+		}
+		if (drv_setup_vq(&d, &vq, feats(packed, rand_r(&seed) & 1 ? F_EVENT_IDX : 0)) == 0) {
+			for (unsigned int k = 0; k < 2 * num; k++) {
+				struct vq_elem *e;
+				int r = virtqueue_pop(&vq, sizeof(*e), &e);
+
+				if (r != 1) {
+					broken += r < 0;
+					break;
+				}
+				pops++;
+				for (unsigned int j = 0; j < e->in_num; j++)
+					memset(e->in_sg[j].iov_base, 0x5a, e->in_sg[j].iov_len);
+				virtqueue_push(&vq, e, (uint32_t)rand_r(&seed));
+				virtqueue_should_notify(&vq);
+				virtqueue_set_notification(&vq, k & 1);
+				free(e);
+			}
+		}
+		CHECK(drv_canary_ok(&d));
+		drv_destroy(&d);
+		rounds++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 < seconds);
+	/* A generator that never reaches a valid chain tests nothing. */
+	CHECK(pops > rounds / 10 && broken > rounds / 10);
+	printf("ok random %s (%lu rings, %lu chains popped, %lu broke)\n",
+	       kind(packed), rounds, pops, broken);
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (int p = 0; p < 2; p++) {
+		test_roundtrip(p, false);
+		test_roundtrip(p, true);
+		test_wrap(p, false);
+		test_wrap(p, true);
+		test_batch(p);
+		test_zero_len(p);
+	}
+	test_notify_split();
+	test_notify_packed();
+	test_enable();
+	for (size_t i = 0; i < sizeof(hostile_cases) / sizeof(hostile_cases[0]); i++)
+		test_hostile(&hostile_cases[i]);
+	test_random(false, 1.0);
+	test_random(true, 1.0);
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}

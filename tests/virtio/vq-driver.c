@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "vq-driver.h"
+
+#define CANARY 0xa5
+#define DESC_OFF 0x0000
+#define DRIVER_OFF 0x4000
+#define DEVICE_OFF 0x5000
+#define INDIRECT_OFF 0x8000
+
+static size_t page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+void drv_init(struct vq_driver *d, bool packed, unsigned int num, uint64_t ram_size)
+{
+	size_t pg = page_size();
+
+	memset(d, 0, sizeof(*d));
+	d->packed = packed;
+	d->num = num;
+	d->ram_size = (ram_size + pg - 1) & ~(uint64_t)(pg - 1);
+	d->map = mmap(NULL, d->ram_size + 2 * pg, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (d->map == MAP_FAILED) {
+		perror("mmap");
+		abort();
+	}
+	memset(d->map, CANARY, pg);
+	memset(d->map + pg + d->ram_size, CANARY, pg);
+	d->ram = d->map + pg;
+	if (guest_mem_add(&d->mem, DRV_RAM_GPA, d->ram_size, d->ram) < 0)
+		abort();
+	d->desc = DRV_RAM_GPA + DESC_OFF;
+	d->driver = DRV_RAM_GPA + DRIVER_OFF;
+	d->device = DRV_RAM_GPA + DEVICE_OFF;
+	d->indirect = DRV_RAM_GPA + INDIRECT_OFF;
+	d->data = d->indirect + (uint64_t)num * DRV_MAX_INDIRECT * 16;
+	if (d->data >= DRV_RAM_GPA + d->ram_size)
+		abort();
+	d->avail_wrap = d->used_wrap = true;
+	for (unsigned int i = 0; i < num; i++)
+		d->free[i] = (uint16_t)(num - 1 - i);
+	d->nfree = num;
+	d->free_descs = num;
+}
+
+void drv_destroy(struct vq_driver *d)
+{
+	munmap(d->map, d->ram_size + 2 * page_size());
+}
+
+bool drv_canary_ok(const struct vq_driver *d)
+{
+	size_t pg = page_size();
+
+	for (size_t i = 0; i < pg; i++)
+		if (d->map[i] != CANARY || d->map[pg + d->ram_size + i] != CANARY)
+			return false;
+	return true;
+}
+
+void *drv_ptr(struct vq_driver *d, uint64_t gpa)
+{
+	return d->ram + (gpa - DRV_RAM_GPA);
+}
+
+int drv_setup_vq(struct vq_driver *d, struct virtqueue *vq, uint64_t features)
+{
+	virtqueue_init(vq, &d->mem);
+	vq->num = (uint16_t)d->num;
+	vq->desc_addr = d->desc;
+	vq->driver_addr = d->driver;
+	vq->device_addr = d->device;
+	return virtqueue_enable(vq, features);
+}
+
+static void put_desc(struct vring_desc *t, const struct drv_seg *s, uint16_t flags, uint16_t next)
+{
+	t->addr = s->gpa;
+	t->len = s->len;
+	t->flags = flags | (s->write ? VRING_DESC_F_WRITE : 0);
+	t->next = next;
+}
+
+static int split_add(struct vq_driver *d, const struct drv_seg *segs, unsigned int n, bool indirect)
+{
+	struct vring_desc *desc = drv_ptr(d, d->desc);
+	struct vring_avail *avail = drv_ptr(d, d->driver);
+	uint16_t idx[VIRTQUEUE_MAX_SIZE];
+	unsigned int need = indirect ? 1 : n;
+	uint16_t head;
+
+	if (need == 0 || need > d->nfree || (indirect && n > DRV_MAX_INDIRECT))
+		return -1;
+	for (unsigned int i = 0; i < need; i++)
+		idx[i] = d->free[--d->nfree];
+	head = idx[0];
+	if (indirect) {
+		uint64_t tgpa = d->indirect + (uint64_t)head * DRV_MAX_INDIRECT * 16;
+		struct vring_desc *t = drv_ptr(d, tgpa);
+
+		for (unsigned int i = 0; i < n; i++)
+			put_desc(&t[i], &segs[i], i + 1 < n ? VRING_DESC_F_NEXT : 0, (uint16_t)(i + 1));
+		desc[head] = (struct vring_desc){ tgpa, n * 16, VRING_DESC_F_INDIRECT, 0 };
+	} else {
+		for (unsigned int i = 0; i < n; i++)
+			put_desc(&desc[idx[i]], &segs[i], i + 1 < n ? VRING_DESC_F_NEXT : 0,
+				 i + 1 < n ? idx[i + 1] : 0);
+	}
+	d->chain_len[head] = (uint16_t)need;
+	avail->ring[d->avail_idx % d->num] = head;
+	d->avail_idx++;
+	__atomic_store_n(&avail->idx, d->avail_idx, __ATOMIC_RELEASE);
+	return head;
+}
+
+static uint16_t packed_avail_bits(bool wrap)
+{
+	return wrap ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
+}
+
+static int packed_add(struct vq_driver *d, const struct drv_seg *segs, unsigned int n, bool indirect)
+{
+	struct vring_packed_desc *ring = drv_ptr(d, d->desc);
+	unsigned int need = indirect ? 1 : n;
+	uint16_t id, head = d->next_avail, head_flags = 0;
+	uint16_t slot = d->next_avail;
+	bool wrap = d->avail_wrap;
+
+	if (need == 0 || need > d->free_descs || d->nfree == 0 ||
+	    (indirect && n > DRV_MAX_INDIRECT))
+		return -1;
+	id = d->free[--d->nfree];
+	if (indirect) {
+		uint64_t tgpa = d->indirect + (uint64_t)id * DRV_MAX_INDIRECT * 16;
+		struct vring_packed_desc *t = drv_ptr(d, tgpa);
+
+		for (unsigned int i = 0; i < n; i++)
+			t[i] = (struct vring_packed_desc){ segs[i].gpa, segs[i].len, 0,
+				segs[i].write ? VRING_DESC_F_WRITE : 0 };
+		ring[slot].addr = tgpa;
+		ring[slot].len = n * 16;
+		ring[slot].id = id;
+		head_flags = VRING_DESC_F_INDIRECT | packed_avail_bits(wrap);
+		slot++;
+	} else {
+		for (unsigned int i = 0; i < n; i++) {
+			uint16_t flags = (segs[i].write ? VRING_DESC_F_WRITE : 0) |
+					 (i + 1 < n ? VRING_DESC_F_NEXT : 0) |
+					 packed_avail_bits(wrap);
+
+			ring[slot].addr = segs[i].gpa;
+			ring[slot].len = segs[i].len;
+			ring[slot].id = id;
+			if (i == 0)
+				head_flags = flags;
+			else
+				ring[slot].flags = flags;
+			if (++slot == d->num) {
+				slot = 0;
+				wrap = !wrap;
+			}
+		}
+	}
+	if (slot == d->num) {
+		slot = 0;
+		wrap = !wrap;
+	}
+	d->next_avail = slot;
+	d->avail_wrap = wrap;
+	d->free_descs -= need;
+	d->chain_len[id] = (uint16_t)need;
+	/* The head turns available last, after the rest of the chain. */
+	__atomic_store_n(&ring[head].flags, head_flags, __ATOMIC_RELEASE);
+	return id;
+}
+
+int drv_add(struct vq_driver *d, const struct drv_seg *segs, unsigned int n, bool indirect)
+{
+	return d->packed ? packed_add(d, segs, n, indirect) : split_add(d, segs, n, indirect);
+}
+
+static int split_reap(struct vq_driver *d, uint16_t *id, uint32_t *len)
+{
+	struct vring_used *used = drv_ptr(d, d->device);
+	struct vring_desc *desc = drv_ptr(d, d->desc);
+	uint16_t head, i;
+
+	if (__atomic_load_n(&used->idx, __ATOMIC_ACQUIRE) == d->last_used_idx)
+		return 0;
+	head = (uint16_t)used->ring[d->last_used_idx % d->num].id;
+	*len = used->ring[d->last_used_idx % d->num].len;
+	d->last_used_idx++;
+	if (head >= d->num)
+		abort();
+	i = head;
+	for (unsigned int k = 0; k < d->chain_len[head]; k++) {
+		d->free[d->nfree++] = i;
+		i = desc[i].next;
+	}
+	*id = head;
+	return 1;
+}
+
+static int packed_reap(struct vq_driver *d, uint16_t *id, uint32_t *len)
+{
+	struct vring_packed_desc *ring = drv_ptr(d, d->desc);
+	uint16_t flags = __atomic_load_n(&ring[d->last_used].flags, __ATOMIC_ACQUIRE);
+	bool avail = flags & VRING_PACKED_DESC_F_AVAIL, used = flags & VRING_PACKED_DESC_F_USED;
+	unsigned int next;
+
+	if (avail != used || used != d->used_wrap)
+		return 0;
+	*id = ring[d->last_used].id;
+	*len = ring[d->last_used].len;
+	if (*id >= d->num)
+		abort();
+	next = d->last_used + d->chain_len[*id];
+	if (next >= d->num) {
+		next -= d->num;
+		d->used_wrap = !d->used_wrap;
+	}
+	d->last_used = (uint16_t)next;
+	d->free_descs += d->chain_len[*id];
+	d->free[d->nfree++] = *id;
+	return 1;
+}
+
+int drv_reap(struct vq_driver *d, uint16_t *id, uint32_t *len)
+{
+	return d->packed ? packed_reap(d, id, len) : split_reap(d, id, len);
+}
