@@ -1,0 +1,949 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * PCI, MSI-X, virtio-pci and the virtio core, driven the way a guest
+ * driver drives them: only through port 0xcf8/0xcfc and the MMIO bus.
+ * Register offsets are spelled out here from the specifications rather
+ * than taken from the implementation, so a wrong layout fails.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "hw/machine.h"
+#include "hw/pci/pci.h"
+#include "hw/virtio/virtio-pci.h"
+#include "virtio/virtio.h"
+
+static unsigned passed, failed;
+
+#define CHECK(cond) check(!!(cond), #cond, __LINE__)
+#define CHECK_EQ(a, b) check_eq((uint64_t)(a), (uint64_t)(b), #a " == " #b, __LINE__)
+
+static void check(bool ok, const char *what, int line)
+{
+	if (ok) {
+		passed++;
+	} else {
+		failed++;
+		fprintf(stderr, "FAIL line %d: %s\n", line, what);
+	}
+}
+
+static void check_eq(uint64_t a, uint64_t b, const char *what, int line)
+{
+	if (a == b) {
+		passed++;
+	} else {
+		failed++;
+		fprintf(stderr, "FAIL line %d: %s (%#llx != %#llx)\n", line, what,
+			(unsigned long long)a, (unsigned long long)b);
+	}
+}
+
+/* ---- a fake interrupt controller ---- */
+
+#define MAX_ROUTES 16
+struct fake_route {
+	bool used;
+	int efd;
+	uint64_t addr;
+	uint32_t data;
+};
+
+struct fake_irq {
+	struct fake_route r[MAX_ROUTES];
+	unsigned route_sets;
+	unsigned ioeventfd_calls;
+	uint64_t ioeventfd_last_addr;
+	unsigned ioeventfd_last_len;
+};
+
+static int fake_route_add(void *opaque, int efd, uint64_t addr, uint32_t data)
+{
+	struct fake_irq *f = opaque;
+
+	for (int i = 0; i < MAX_ROUTES; i++) {
+		if (!f->r[i].used) {
+			f->r[i] = (struct fake_route){ true, efd, addr, data };
+			return i;
+		}
+	}
+	return -1;
+}
+
+static int fake_route_set(void *opaque, int route, uint64_t addr, uint32_t data)
+{
+	struct fake_irq *f = opaque;
+
+	if (route < 0 || route >= MAX_ROUTES || !f->r[route].used)
+		return -1;
+	f->r[route].addr = addr;
+	f->r[route].data = data;
+	f->route_sets++;
+	return 0;
+}
+
+static void fake_route_del(void *opaque, int route)
+{
+	struct fake_irq *f = opaque;
+
+	if (route >= 0 && route < MAX_ROUTES)
+		f->r[route].used = false;
+}
+
+/* Refuses, so every kick arrives through the MMIO bus. */
+static int fake_ioeventfd(void *opaque, bool assign, uint64_t addr, unsigned len, int efd)
+{
+	struct fake_irq *f = opaque;
+
+	(void)efd;
+	if (assign) {
+		f->ioeventfd_calls++;
+		f->ioeventfd_last_addr = addr;
+		f->ioeventfd_last_len = len;
+	}
+	return -1;
+}
+
+static void fake_set_irq(void *opaque, unsigned gsi, int level)
+{
+	(void)opaque; (void)gsi; (void)level;
+}
+
+static const struct irq_ops fake_irq_ops = {
+	.set_irq = fake_set_irq,
+	.msi_route_add = fake_route_add,
+	.msi_route_set = fake_route_set,
+	.msi_route_del = fake_route_del,
+	.ioeventfd = fake_ioeventfd,
+};
+
+/* The route (and so the eventfd) the guest programmed with this data. */
+static struct fake_route *route_by_data(struct fake_irq *f, uint32_t data)
+{
+	for (int i = 0; i < MAX_ROUTES; i++)
+		if (f->r[i].used && f->r[i].data == data)
+			return &f->r[i];
+	return NULL;
+}
+
+/* Reads (and so clears) an eventfd; true if it had been signalled. */
+static bool fd_fired(int fd)
+{
+	eventfd_t v;
+
+	return fd >= 0 && eventfd_read(fd, &v) == 0 && v > 0;
+}
+
+/* ---- a trivial virtio device ---- */
+
+struct testdev {
+	unsigned starts, resets, config_writes;
+	uint8_t config[8];
+};
+
+static void td_read_config(struct virtio_device *vdev, uint32_t off, void *buf, unsigned len)
+{
+	struct testdev *t = vdev->opaque;
+
+	memcpy(buf, t->config + off, len);
+}
+
+static void td_write_config(struct virtio_device *vdev, uint32_t off, const void *buf, unsigned len)
+{
+	struct testdev *t = vdev->opaque;
+
+	memcpy(t->config + off, buf, len);
+	t->config_writes++;
+}
+
+static int td_start(struct virtio_device *vdev)
+{
+	((struct testdev *)vdev->opaque)->starts++;
+	return 0;
+}
+
+static void td_reset(struct virtio_device *vdev)
+{
+	((struct testdev *)vdev->opaque)->resets++;
+}
+
+static const struct virtio_device_ops td_ops = {
+	.read_config = td_read_config,
+	.write_config = td_write_config,
+	.start = td_start,
+	.reset = td_reset,
+};
+
+/* ---- the "guest" ---- */
+
+#define TD_ID 0x1f
+#define TD_FEATURE0 (1ull << 0)
+#define F_VERSION_1 (1ull << 32)
+#define F_RING_PACKED (1ull << 34)
+#define F_EVENT_IDX (1ull << 29)
+#define RAM_SIZE (1u << 20)
+#define WIN_BASE 0xc0000000ull
+#define WIN_SIZE 0x10000000ull
+
+static struct machine m;
+static struct fake_irq fake;
+static struct testdev td;
+static struct virtio_device vdev;
+static uint8_t *ram;
+
+static uint32_t cfg_addr(unsigned bus, unsigned dev, unsigned fn, unsigned off)
+{
+	return 0x80000000u | bus << 16 | dev << 11 | fn << 8 | (off & 0xfc);
+}
+
+static uint32_t cfg_read_bdf(unsigned bus, unsigned dev, unsigned fn, unsigned off, unsigned size)
+{
+	uint64_t v;
+
+	bus_write(&m.pio, 0xcf8, cfg_addr(bus, dev, fn, off), 4);
+	bus_read(&m.pio, 0xcfc + (off & 3), &v, size);
+	return v;
+}
+
+static uint32_t cfg_read(unsigned dev, unsigned off, unsigned size)
+{
+	return cfg_read_bdf(0, dev, 0, off, size);
+}
+
+static void cfg_write(unsigned dev, unsigned off, uint32_t val, unsigned size)
+{
+	bus_write(&m.pio, 0xcf8, cfg_addr(0, dev, 0, off), 4);
+	bus_write(&m.pio, 0xcfc + (off & 3), val, size);
+}
+
+static uint64_t mmio_read(uint64_t addr, unsigned size)
+{
+	uint64_t v;
+
+	bus_read(&m.mmio, addr, &v, size);
+	return v;
+}
+
+static void mmio_write(uint64_t addr, uint64_t val, unsigned size)
+{
+	bus_write(&m.mmio, addr, val, size);
+}
+
+/* What the driver learnt from config space. */
+struct probe {
+	unsigned slot;
+	uint64_t bar_addr[6], bar_size[6];
+	uint64_t common, isr, device, notify;	/* guest addresses */
+	uint32_t device_len, notify_len, notify_mult;
+	unsigned caps_found;
+	unsigned msix_cap, msix_n;
+	uint64_t msix_table, msix_pba;
+};
+
+static struct probe p;
+
+/* Common config offsets (VIRTIO 1.2, 4.1.4.3). */
+enum {
+	DFSEL = 0x00, DF = 0x04, GFSEL = 0x08, GF = 0x0c, MSIX_CONFIG = 0x10,
+	NUM_QUEUES = 0x12, STATUS = 0x14, CFG_GEN = 0x15, Q_SELECT = 0x16,
+	Q_SIZE = 0x18, Q_VECTOR = 0x1a, Q_ENABLE = 0x1c, Q_NOTIFY_OFF = 0x1e,
+	Q_DESC = 0x20, Q_DRIVER = 0x28, Q_DEVICE = 0x30,
+};
+
+static uint64_t cc_read(unsigned off, unsigned size)
+{
+	return mmio_read(p.common + off, size);
+}
+
+static void cc_write(unsigned off, uint64_t val, unsigned size)
+{
+	mmio_write(p.common + off, val, size);
+}
+
+static void test_scan(void)
+{
+	uint64_t v;
+
+	/* Type-1 probe as Linux does it: CONFIG_ADDRESS reads back. */
+	bus_write(&m.pio, 0xcf8, 0x80000000u, 4);
+	bus_read(&m.pio, 0xcf8, &v, 4);
+	CHECK_EQ(v, 0x80000000u);
+
+	CHECK_EQ(cfg_read(0, 0x00, 2), 0x8086);
+	CHECK_EQ(cfg_read(0, 0x0a, 2), 0x0600);	/* host bridge */
+	CHECK_EQ(cfg_read(0, 0x0e, 1) & 0x7f, 0);	/* header type 0 */
+
+	p.slot = 0;
+	for (unsigned dev = 1; dev < 32; dev++) {
+		uint32_t vendor = cfg_read(dev, 0x00, 2);
+
+		if (vendor == 0xffff)
+			continue;
+		CHECK(p.slot == 0);
+		p.slot = dev;
+	}
+	CHECK_EQ(p.slot, 1);
+	CHECK_EQ(cfg_read(p.slot, 0x00, 4), 0x1af4u | (0x1040u + TD_ID) << 16);
+	CHECK_EQ(cfg_read(p.slot, 0x08, 1), 1);	/* revision 1: modern */
+	CHECK_EQ(cfg_read(p.slot, 0x08, 4) >> 8, 0xff0000);	/* class */
+	CHECK_EQ(cfg_read(p.slot, 0x2c, 2), 0x1af4);
+	CHECK(cfg_read(p.slot, 0x2e, 2) >= 0x40);
+	/* Empty slots, other buses, other functions, and enable bit off. */
+	CHECK_EQ(cfg_read(7, 0x00, 4), 0xffffffffu);
+	CHECK_EQ(cfg_read(7, 0x02, 2), 0xffff);
+	CHECK_EQ(cfg_read_bdf(1, 0, 0, 0, 4), 0xffffffffu);
+	CHECK_EQ(cfg_read_bdf(0, p.slot, 1, 0, 2), 0xffff);
+	bus_write(&m.pio, 0xcf8, cfg_addr(0, 0, 0, 0) & ~0x80000000u, 4);
+	bus_read(&m.pio, 0xcfc, &v, 4);
+	CHECK_EQ(v, 0xffffffffu);
+	/* Byte and word reads at every offset inside 0xcfc..0xcff. */
+	CHECK_EQ(cfg_read(p.slot, 0x01, 1), 0x1a);
+	CHECK_EQ(cfg_read(p.slot, 0x03, 1), (0x1040 + TD_ID) >> 8);
+	CHECK_EQ(cfg_read(p.slot, 0x02, 2), 0x1040 + TD_ID);
+	/* Read-only header fields stay put. */
+	cfg_write(p.slot, 0x00, 0x12345678, 4);
+	CHECK_EQ(cfg_read(p.slot, 0x00, 2), 0x1af4);
+	/* The interrupt line is scratch; the pin says no INTx. */
+	cfg_write(p.slot, 0x3c, 0x0b, 1);
+	CHECK_EQ(cfg_read(p.slot, 0x3c, 1), 0x0b);
+	CHECK_EQ(cfg_read(p.slot, 0x3d, 1), 0);
+}
+
+static void test_bars(void)
+{
+	uint16_t cmd = cfg_read(p.slot, 0x04, 2);
+
+	CHECK(cmd & 0x2);	/* memory decoding on, as firmware leaves it */
+	/* Size with decoding off, as Linux does. */
+	cfg_write(p.slot, 0x04, cmd & ~0x2, 2);
+	for (unsigned i = 0; i < 6; i++) {
+		unsigned off = 0x10 + 4 * i;
+		uint32_t orig = cfg_read(p.slot, off, 4);
+
+		cfg_write(p.slot, off, 0xffffffff, 4);
+		uint32_t mask = cfg_read(p.slot, off, 4);
+
+		cfg_write(p.slot, off, orig, 4);
+		if (mask == 0) {
+			p.bar_size[i] = 0;
+			continue;
+		}
+		CHECK((mask & 1) == 0);	/* memory, not I/O */
+		uint64_t addr = orig & ~0xfu;
+		uint64_t size_mask = mask & ~0xfull;
+
+		if ((mask & 6) == 4) {	/* 64-bit */
+			uint32_t orig_hi = cfg_read(p.slot, off + 4, 4);
+
+			cfg_write(p.slot, off + 4, 0xffffffff, 4);
+			size_mask |= (uint64_t)cfg_read(p.slot, off + 4, 4) << 32;
+			cfg_write(p.slot, off + 4, orig_hi, 4);
+			addr |= (uint64_t)orig_hi << 32;
+		} else {
+			size_mask |= 0xffffffff00000000ull;
+		}
+		p.bar_addr[i] = addr;
+		p.bar_size[i] = ~size_mask + 1;
+		if ((mask & 6) == 4)
+			i++;
+	}
+	cfg_write(p.slot, 0x04, cmd, 2);
+
+	CHECK_EQ(p.bar_size[0], 0);
+	CHECK_EQ(p.bar_size[1], 0x1000);
+	CHECK_EQ(cfg_read(p.slot, 0x14, 4) & 0xf, 0);		/* 32-bit, not prefetchable */
+	CHECK_EQ(cfg_read(p.slot, 0x20, 4) & 0xf, 0xc);	/* 64-bit prefetchable */
+	CHECK_EQ(p.bar_size[4], 0x4000);
+	CHECK_EQ(p.bar_size[2] | p.bar_size[3], 0);
+	for (unsigned i = 1; i < 6; i += 3) {
+		CHECK_EQ(p.bar_addr[i] % p.bar_size[i], 0);	/* naturally aligned */
+		CHECK(p.bar_addr[i] >= WIN_BASE &&
+		      p.bar_addr[i] + p.bar_size[i] <= WIN_BASE + WIN_SIZE);
+	}
+	CHECK(p.bar_addr[1] + p.bar_size[1] <= p.bar_addr[4] ||
+	      p.bar_addr[4] + p.bar_size[4] <= p.bar_addr[1]);
+	/* Host bridge has no BARs. */
+	cfg_write(0, 0x10, 0xffffffff, 4);
+	CHECK_EQ(cfg_read(0, 0x10, 4), 0);
+}
+
+static void test_caps(void)
+{
+	CHECK(cfg_read(p.slot, 0x06, 2) & 0x10);
+	unsigned ptr = cfg_read(p.slot, 0x34, 1) & ~3u;
+	unsigned guard = 0;
+
+	while (ptr && guard++ < 48) {
+		CHECK(ptr >= 0x40 && ptr < 0x100);
+		unsigned id = cfg_read(p.slot, ptr, 1);
+
+		if (id == 0x11) {
+			uint16_t ctrl = cfg_read(p.slot, ptr + 2, 2);
+			uint32_t table = cfg_read(p.slot, ptr + 4, 4);
+			uint32_t pba = cfg_read(p.slot, ptr + 8, 4);
+
+			p.msix_cap = ptr;
+			p.msix_n = (ctrl & 0x7ff) + 1;
+			p.msix_table = p.bar_addr[table & 7] + (table & ~7u);
+			p.msix_pba = p.bar_addr[pba & 7] + (pba & ~7u);
+			CHECK_EQ(table & 7, 1);
+			CHECK_EQ(ctrl & 0xc000, 0);
+		} else if (id == 0x09) {
+			unsigned type = cfg_read(p.slot, ptr + 3, 1);
+			unsigned bar = cfg_read(p.slot, ptr + 4, 1);
+			uint32_t off = cfg_read(p.slot, ptr + 8, 4);
+			uint32_t len = cfg_read(p.slot, ptr + 12, 4);
+			uint64_t addr = p.bar_addr[bar] + off;
+
+			CHECK_EQ(bar, 4);
+			CHECK(off + (uint64_t)len <= p.bar_size[bar]);
+			CHECK(cfg_read(p.slot, ptr + 2, 1) >= 16);
+			p.caps_found |= 1u << type;
+			if (type == 1) {
+				p.common = addr;
+				CHECK(len >= 0x38);
+			} else if (type == 2) {
+				p.notify = addr;
+				p.notify_len = len;
+				p.notify_mult = cfg_read(p.slot, ptr + 16, 4);
+				CHECK_EQ(cfg_read(p.slot, ptr + 2, 1), 20);
+			} else if (type == 3) {
+				p.isr = addr;
+			} else if (type == 4) {
+				p.device = addr;
+				p.device_len = len;
+			}
+		}
+		ptr = cfg_read(p.slot, ptr + 1, 1) & ~3u;
+	}
+	CHECK_EQ(p.caps_found, 0x1e);	/* common, notify, ISR, device */
+	CHECK(p.msix_cap != 0);
+	CHECK_EQ(p.msix_n, 3);		/* two queues + config */
+	CHECK_EQ(p.notify_mult, 4);
+	CHECK_EQ(p.notify_len, 8);
+	CHECK_EQ(p.device_len, 8);
+	/* The capability bytes are read-only. */
+	cfg_write(p.slot, p.msix_cap + 4, 0, 4);
+	CHECK_EQ(cfg_read(p.slot, p.msix_cap + 4, 4) & 7, 1);
+}
+
+#define MSI_ADDR 0xfee00000u
+static uint32_t msi_data(unsigned v) { return 0x4020 + v; }
+
+static void msix_entry_write(unsigned v, uint32_t addr, uint32_t data, bool masked)
+{
+	uint64_t e = p.msix_table + 16 * v;
+
+	mmio_write(e + 0, addr, 4);
+	mmio_write(e + 4, 0, 4);
+	mmio_write(e + 8, data, 4);
+	mmio_write(e + 12, masked, 4);
+}
+
+static void msix_mask(unsigned v, bool masked)
+{
+	mmio_write(p.msix_table + 16 * v + 12, masked, 4);
+}
+
+static void test_msix_setup(void)
+{
+	unsigned ctrl = p.msix_cap + 2;
+
+	/* Entries come up masked. */
+	for (unsigned v = 0; v < p.msix_n; v++)
+		CHECK_EQ(mmio_read(p.msix_table + 16 * v + 12, 4) & 1, 1);
+	/* Enable with the function masked, program, then unmask (Linux's order). */
+	cfg_write(p.slot, ctrl, 0xc000, 2);
+	CHECK_EQ(cfg_read(p.slot, ctrl, 2) & 0xc000, 0xc000);
+	CHECK_EQ(cfg_read(p.slot, ctrl, 2) & 0x7ff, 2);	/* table size read-only */
+	for (unsigned v = 0; v < p.msix_n; v++)
+		msix_entry_write(v, MSI_ADDR, msi_data(v), false);
+	CHECK_EQ(mmio_read(p.msix_table + 8, 4), msi_data(0));
+	CHECK_EQ(mmio_read(p.msix_table + 16 + 12, 4), 0);
+	/* No route while the function is masked... */
+	CHECK(route_by_data(&fake, msi_data(0)) == NULL);
+	cfg_write(p.slot, ctrl, 0x8000, 2);
+	/* ...one per vector, with what the guest wrote, once unmasked. */
+	for (unsigned v = 0; v < p.msix_n; v++) {
+		struct fake_route *r = route_by_data(&fake, msi_data(v));
+
+		CHECK(r != NULL);
+		if (r)
+			CHECK_EQ(r->addr, MSI_ADDR);
+	}
+	/* Nothing pending yet, and the PBA is read-only. */
+	CHECK_EQ(mmio_read(p.msix_pba, 8), 0);
+	mmio_write(p.msix_pba, ~0ull, 8);
+	CHECK_EQ(mmio_read(p.msix_pba, 8), 0);
+	/* Out-of-table accesses are harmless. */
+	mmio_write(p.msix_table + 16 * p.msix_n, 1, 4);
+	mmio_write(p.msix_table + 1, 1, 4);
+	CHECK_EQ(mmio_read(p.msix_table + 0, 4), MSI_ADDR);
+}
+
+static void driver_handshake(uint64_t features)
+{
+	cc_write(STATUS, 0, 1);
+	cc_write(STATUS, 1, 1);
+	cc_write(STATUS, 1 | 2, 1);
+	cc_write(GFSEL, 0, 4);
+	cc_write(GF, (uint32_t)features, 4);
+	cc_write(GFSEL, 1, 4);
+	cc_write(GF, features >> 32, 4);
+	cc_write(STATUS, 1 | 2 | 8, 1);
+}
+
+static void test_features(void)
+{
+	CHECK_EQ(cc_read(NUM_QUEUES, 2), 2);
+	cc_write(DFSEL, 0, 4);
+	CHECK_EQ(cc_read(DF, 4), (uint32_t)vdev.host_features);
+	cc_write(DFSEL, 1, 4);
+	CHECK_EQ(cc_read(DF, 4), vdev.host_features >> 32);
+	CHECK(cc_read(DF, 4) & 1);	/* VERSION_1 */
+	cc_write(DFSEL, 7, 4);
+	CHECK_EQ(cc_read(DF, 4), 0);
+	cc_write(DF, 0xffffffff, 4);	/* read-only */
+	cc_write(DFSEL, 0, 4);
+	CHECK_EQ(cc_read(DF, 4), (uint32_t)vdev.host_features);
+
+	/* A bit we never offered: FEATURES_OK does not stick. */
+	driver_handshake(F_VERSION_1 | TD_FEATURE0 | (1ull << 5));
+	CHECK_EQ(cc_read(STATUS, 1) & 8, 0);
+	/* DRIVER_OK without FEATURES_OK does not start the device. */
+	cc_write(STATUS, 1 | 2 | 4, 1);
+	CHECK_EQ(cc_read(STATUS, 1) & 4, 0);
+	CHECK_EQ(td.starts, 0);
+	/* A legacy driver (no VERSION_1) is refused too. */
+	driver_handshake(TD_FEATURE0);
+	CHECK_EQ(cc_read(STATUS, 1) & 8, 0);
+	/* An offered set is accepted and reads back. */
+	driver_handshake(F_VERSION_1 | TD_FEATURE0 | F_RING_PACKED);
+	CHECK_EQ(cc_read(STATUS, 1), 1 | 2 | 8);
+	CHECK_EQ(vdev.guest_features, F_VERSION_1 | TD_FEATURE0 | F_RING_PACKED);
+	cc_write(GFSEL, 1, 4);
+	CHECK_EQ(cc_read(GF, 4), (F_VERSION_1 | F_RING_PACKED) >> 32);
+	/* Features are frozen after FEATURES_OK. */
+	cc_write(GF, 0, 4);
+	CHECK_EQ(cc_read(GF, 4), (F_VERSION_1 | F_RING_PACKED) >> 32);
+	/* Clearing status bits without reset is ignored. */
+	cc_write(STATUS, 1, 1);
+	CHECK_EQ(cc_read(STATUS, 1), 1 | 2 | 8);
+	/* Device config, little-endian, bounded. */
+	CHECK_EQ(mmio_read(p.device, 8), 0x0807060504030201ull);
+	CHECK_EQ(mmio_read(p.device + 4, 2), 0x0605);
+	mmio_write(p.device + 6, 0xaabb, 2);
+	CHECK_EQ(td.config[6], 0xbb);
+	CHECK_EQ(td.config[7], 0xaa);
+	mmio_write(p.device + 7, 0xaabb, 2);	/* crosses the end: dropped */
+	CHECK_EQ(td.config_writes, 1);
+	CHECK_EQ(mmio_read(p.device + 8, 4), 0);
+	CHECK_EQ(cc_read(CFG_GEN, 1), 0);
+}
+
+/* Guest RAM layout for the rings. */
+#define DESC_GPA 0x10000
+#define DRIVER_GPA 0x20000
+#define DEVICE_GPA 0x30000
+#define BUF_GPA 0x40000
+
+static void queue_setup(unsigned q, unsigned size, uint64_t desc, uint64_t drv,
+			uint64_t dev, unsigned vector)
+{
+	cc_write(Q_SELECT, q, 2);
+	cc_write(Q_SIZE, size, 2);
+	cc_write(Q_VECTOR, vector, 2);
+	cc_write(Q_DESC, (uint32_t)desc, 4);
+	cc_write(Q_DESC + 4, desc >> 32, 4);
+	cc_write(Q_DRIVER, drv, 8);
+	cc_write(Q_DEVICE, (uint32_t)dev, 4);
+	cc_write(Q_DEVICE + 4, dev >> 32, 4);
+}
+
+static void test_packed_queue_and_kick(void)
+{
+	cc_write(Q_SELECT, 0, 2);
+	CHECK_EQ(cc_read(Q_SIZE, 2), 256);
+	CHECK_EQ(cc_read(Q_VECTOR, 2), 0xffff);
+	CHECK_EQ(cc_read(Q_ENABLE, 2), 0);
+	cc_write(Q_SIZE, 512, 2);		/* grow: refused */
+	CHECK_EQ(cc_read(Q_SIZE, 2), 256);
+	cc_write(Q_SIZE, 0, 2);
+	CHECK_EQ(cc_read(Q_SIZE, 2), 256);
+	cc_write(Q_SIZE, 100, 2);		/* packed: any size */
+	CHECK_EQ(cc_read(Q_SIZE, 2), 100);
+	cc_write(Q_VECTOR, 3, 2);		/* beyond the table */
+	CHECK_EQ(cc_read(Q_VECTOR, 2), 0xffff);
+	cc_write(MSIX_CONFIG, 0, 2);
+	CHECK_EQ(cc_read(MSIX_CONFIG, 2), 0);
+
+	queue_setup(0, 100, DESC_GPA, DRIVER_GPA, DEVICE_GPA, 1);
+	CHECK_EQ(cc_read(Q_VECTOR, 2), 1);
+	CHECK_EQ(cc_read(Q_DESC, 8), DESC_GPA);
+	CHECK_EQ(cc_read(Q_DRIVER + 4, 4), 0);
+	CHECK_EQ(cc_read(Q_DRIVER, 4), DRIVER_GPA);
+	CHECK_EQ(cc_read(Q_NOTIFY_OFF, 2), 0);
+	cc_write(Q_ENABLE, 1, 2);
+	CHECK_EQ(cc_read(Q_ENABLE, 2), 1);
+	CHECK(vdev.queues[0].vq.packed);
+	/* A live queue's layout is frozen. */
+	cc_write(Q_SIZE, 64, 2);
+	cc_write(Q_DESC, 0x50000, 4);
+	CHECK_EQ(cc_read(Q_SIZE, 2), 100);
+	CHECK_EQ(cc_read(Q_DESC, 4), DESC_GPA);
+
+	queue_setup(1, 8, DESC_GPA + 0x2000, DRIVER_GPA + 0x100, DEVICE_GPA + 0x100, 2);
+	CHECK_EQ(cc_read(Q_NOTIFY_OFF, 2), 1);
+	cc_write(Q_ENABLE, 1, 2);
+	/* An unknown queue reads as absent. */
+	cc_write(Q_SELECT, 9, 2);
+	CHECK_EQ(cc_read(Q_SIZE, 2), 0);
+	cc_write(Q_ENABLE, 1, 2);
+	CHECK_EQ(cc_read(Q_ENABLE, 2), 0);
+
+	unsigned before = fake.ioeventfd_calls;
+
+	cc_write(STATUS, 1 | 2 | 8 | 4, 1);
+	CHECK_EQ(cc_read(STATUS, 1), 1 | 2 | 8 | 4);
+	CHECK_EQ(td.starts, 1);
+	/* Both doorbells offered to the accelerator, 2 bytes wide. */
+	CHECK_EQ(fake.ioeventfd_calls - before, 2);
+	CHECK_EQ(fake.ioeventfd_last_len, 2);
+	CHECK(fake.ioeventfd_last_addr == p.notify + 4 || fake.ioeventfd_last_addr == p.notify);
+
+	/* It refused, so the kick exits to us and reaches kick_fd. */
+	CHECK(!fd_fired(vdev.queues[0].kick_fd));
+	mmio_write(p.notify + 0 * p.notify_mult, 0, 2);
+	CHECK(fd_fired(vdev.queues[0].kick_fd));
+	CHECK(!fd_fired(vdev.queues[1].kick_fd));
+	mmio_write(p.notify + 1 * p.notify_mult, 1, 2);
+	CHECK(fd_fired(vdev.queues[1].kick_fd));
+	CHECK(!fd_fired(vdev.queues[0].kick_fd));
+	mmio_write(p.notify + 2, 1, 2);		/* between doorbells */
+	CHECK(!fd_fired(vdev.queues[0].kick_fd) && !fd_fired(vdev.queues[1].kick_fd));
+}
+
+static void notify_queue0(void)
+{
+	pthread_mutex_lock(&vdev.lock);
+	vdev.transport->notify_queue(&vdev, 0);
+	pthread_mutex_unlock(&vdev.lock);
+}
+
+static void test_msix_delivery(void)
+{
+	struct fake_route *r1 = route_by_data(&fake, msi_data(1));
+	int efd = r1 ? r1->efd : -1;
+
+	CHECK(r1 != NULL);
+	/* Unmasked: straight to the eventfd. */
+	notify_queue0();
+	CHECK(fd_fired(efd));
+	CHECK_EQ(mmio_read(p.isr, 1), 1);	/* ISR bit 0, read-to-clear */
+	CHECK_EQ(mmio_read(p.isr, 1), 0);
+
+	/* Vector masked: pending bit, no interrupt; unmask delivers. */
+	msix_mask(1, true);
+	notify_queue0();
+	CHECK(!fd_fired(efd));
+	CHECK_EQ(mmio_read(p.msix_pba, 8), 1u << 1);
+	CHECK_EQ(mmio_read(p.msix_pba, 4), 1u << 1);
+	msix_mask(1, false);
+	CHECK(fd_fired(efd));
+	CHECK_EQ(mmio_read(p.msix_pba, 8), 0);
+
+	/* Function mask: the same through the control register. */
+	cfg_write(p.slot, p.msix_cap + 2, 0xc000, 2);
+	notify_queue0();
+	CHECK(!fd_fired(efd));
+	CHECK_EQ(mmio_read(p.msix_pba, 4), 1u << 1);
+	cfg_write(p.slot, p.msix_cap + 2, 0x8000, 2);
+	CHECK(fd_fired(efd));
+	CHECK_EQ(mmio_read(p.msix_pba, 4), 0);
+
+	/* Retargeting a live vector updates its route. */
+	unsigned sets = fake.route_sets;
+
+	mmio_write(p.msix_table + 16 * 1 + 0, MSI_ADDR | 0x1000, 4);
+	CHECK_EQ(fake.route_sets, sets + 1);
+	CHECK(r1 && r1->addr == (MSI_ADDR | 0x1000));
+	/* Masked rewrite: the route follows on unmask. */
+	msix_mask(1, true);
+	mmio_write(p.msix_table + 16 * 1 + 8, msi_data(1) + 0x100, 4);
+	CHECK(r1 && r1->data == msi_data(1));
+	msix_mask(1, false);
+	CHECK(r1 && r1->data == msi_data(1) + 0x100);
+	mmio_write(p.msix_table + 16 * 1 + 8, msi_data(1), 4);
+	CHECK(r1 && r1->data == msi_data(1));
+
+	/* MSI-X disabled: nothing is sent (brisk has no INTx). */
+	cfg_write(p.slot, p.msix_cap + 2, 0, 2);
+	notify_queue0();
+	CHECK(!fd_fired(efd));
+	cfg_write(p.slot, p.msix_cap + 2, 0x8000, 2);
+	CHECK(!fd_fired(efd));
+}
+
+static void test_reset(void)
+{
+	unsigned resets = td.resets;
+
+	mmio_write(p.notify, 0, 2);	/* a stale kick */
+	cc_write(STATUS, 0, 1);
+	CHECK_EQ(td.resets, resets + 1);
+	CHECK_EQ(cc_read(STATUS, 1), 0);
+	CHECK_EQ(cc_read(MSIX_CONFIG, 2), 0xffff);
+	CHECK_EQ(vdev.guest_features, 0);
+	cc_write(GFSEL, 1, 4);
+	CHECK_EQ(cc_read(GF, 4), 0);
+	CHECK_EQ(cc_read(GFSEL, 4), 1);
+	cc_write(GFSEL, 0, 4);
+	for (unsigned q = 0; q < 2; q++) {
+		cc_write(Q_SELECT, q, 2);
+		CHECK_EQ(cc_read(Q_ENABLE, 2), 0);
+		CHECK_EQ(cc_read(Q_SIZE, 2), 256);
+		CHECK_EQ(cc_read(Q_VECTOR, 2), 0xffff);
+		CHECK_EQ(cc_read(Q_DESC, 8), 0);
+		CHECK_EQ(cc_read(Q_DEVICE, 8), 0);
+		CHECK(!fd_fired(vdev.queues[q].kick_fd));
+	}
+}
+
+/* Split ring, no EVENT_IDX: one request all the way to an interrupt. */
+static void test_split_roundtrip(void)
+{
+	driver_handshake(F_VERSION_1);
+	CHECK_EQ(cc_read(STATUS, 1) & 8, 8);
+	cc_write(MSIX_CONFIG, 0, 2);
+	cc_write(Q_SELECT, 0, 2);
+	cc_write(Q_SIZE, 100, 2);		/* split: power of two only */
+	CHECK_EQ(cc_read(Q_SIZE, 2), 256);
+	queue_setup(0, 16, DESC_GPA, DRIVER_GPA, DEVICE_GPA, 1);
+	CHECK_EQ(cc_read(Q_SIZE, 2), 16);
+	cc_write(Q_ENABLE, 1, 2);
+	CHECK_EQ(cc_read(Q_ENABLE, 2), 1);
+	CHECK(!vdev.queues[0].vq.packed);
+
+	/* One device-writable 64-byte buffer in descriptor 0. */
+	memset(ram + DESC_GPA, 0, 0x1000);
+	memset(ram + DRIVER_GPA, 0, 0x1000);
+	memset(ram + DEVICE_GPA, 0, 0x1000);
+	uint8_t *d = ram + DESC_GPA;
+	uint64_t addr = BUF_GPA;
+	uint32_t len = 64;
+	uint16_t flags = 2, idx = 1, head = 0;	/* VIRTQ_DESC_F_WRITE */
+
+	memcpy(d, &addr, 8);
+	memcpy(d + 8, &len, 4);
+	memcpy(d + 12, &flags, 2);
+	memcpy(ram + DRIVER_GPA + 4, &head, 2);	/* ring[0] */
+	memcpy(ram + DRIVER_GPA + 2, &idx, 2);	/* avail idx */
+
+	cc_write(STATUS, 1 | 2 | 8 | 4, 1);
+	CHECK_EQ(cc_read(STATUS, 1), 0xf);
+	mmio_write(p.notify, 0, 2);
+	CHECK(fd_fired(vdev.queues[0].kick_fd));
+
+	struct vq_elem *e = NULL;
+	struct fake_route *r1 = route_by_data(&fake, msi_data(1));
+
+	pthread_mutex_lock(&vdev.lock);
+	int ret = virtqueue_pop(&vdev.queues[0].vq, sizeof(*e), &e);
+
+	CHECK_EQ(ret, 1);
+	if (ret == 1) {
+		CHECK_EQ(e->in_num, 1);
+		virtqueue_push(&vdev.queues[0].vq, e, 64);
+		free(e);
+	}
+	virtio_notify(&vdev, 0);
+	pthread_mutex_unlock(&vdev.lock);
+	CHECK(r1 && fd_fired(r1->efd));
+	uint16_t used_idx;
+
+	memcpy(&used_idx, ram + DEVICE_GPA + 2, 2);
+	CHECK_EQ(used_idx, 1);
+
+	/* The driver suppresses interrupts: virtio_notify stays quiet. */
+	flags = 1;	/* VRING_AVAIL_F_NO_INTERRUPT */
+	memcpy(ram + DRIVER_GPA, &flags, 2);
+	pthread_mutex_lock(&vdev.lock);
+	virtio_notify(&vdev, 0);
+	pthread_mutex_unlock(&vdev.lock);
+	CHECK(r1 && !fd_fired(r1->efd));
+	(void)mmio_read(p.isr, 1);
+}
+
+static void test_bar_move(void)
+{
+	uint64_t old = p.bar_addr[4];
+	uint64_t new = WIN_BASE + 0x08000000;	/* 16K aligned, free */
+	unsigned bar = 0x20;
+
+	CHECK_EQ(mmio_read(old + 0x12, 2), 2);
+	uint16_t cmd = cfg_read(p.slot, 0x04, 2);
+
+	cfg_write(p.slot, 0x04, cmd & ~2, 2);
+	CHECK_EQ(mmio_read(old + 0x12, 2), 0xffff);	/* decoding off */
+	cfg_write(p.slot, bar, (uint32_t)new | 0xc, 4);
+	cfg_write(p.slot, bar + 4, new >> 32, 4);
+	cfg_write(p.slot, 0x04, cmd, 2);
+	CHECK_EQ(cfg_read(p.slot, bar, 4), (uint32_t)new | 0xc);
+	CHECK_EQ(mmio_read(old + 0x12, 2), 0xffff);
+	CHECK_EQ(mmio_read(new + 0x12, 2), 2);
+	/* The doorbell followed. */
+	mmio_write(new + 0x3000, 0, 2);
+	CHECK(fd_fired(vdev.queues[0].kick_fd));
+	/* Moved with decoding on, too; onto the MSI-X BAR it decodes nothing. */
+	cfg_write(p.slot, bar, (uint32_t)p.bar_addr[1] | 0xc, 4);
+	CHECK_EQ(mmio_read(new + 0x12, 2), 0xffff);
+	CHECK_EQ(mmio_read(p.msix_table + 8, 4), msi_data(0));
+	cfg_write(p.slot, bar, (uint32_t)old | 0xc, 4);
+	CHECK_EQ(mmio_read(old + 0x12, 2), 2);
+	p.bar_addr[4] = old;
+}
+
+static void test_virtio_error(void)
+{
+	struct fake_route *r0 = route_by_data(&fake, msi_data(0));
+
+	CHECK_EQ(cc_read(STATUS, 1), 0xf);
+	CHECK(r0 && !fd_fired(r0->efd));
+	pthread_mutex_lock(&vdev.lock);
+	virtio_error(&vdev, "test: bad request %d", 1);
+	pthread_mutex_unlock(&vdev.lock);
+	CHECK_EQ(cc_read(STATUS, 1), 0x4f);
+	CHECK(r0 && fd_fired(r0->efd));
+	CHECK_EQ(mmio_read(p.isr, 1) & 2, 2);
+	/* Once: a second error sends nothing more. */
+	pthread_mutex_lock(&vdev.lock);
+	virtio_error(&vdev, "test: again");
+	pthread_mutex_unlock(&vdev.lock);
+	CHECK(r0 && !fd_fired(r0->efd));
+	/* The driver cannot clear NEEDS_RESET; broken devices send no queue interrupts. */
+	cc_write(STATUS, 0xf, 1);
+	CHECK_EQ(cc_read(STATUS, 1), 0x4f);
+	struct fake_route *r1 = route_by_data(&fake, msi_data(1));
+
+	pthread_mutex_lock(&vdev.lock);
+	virtio_notify(&vdev, 0);
+	pthread_mutex_unlock(&vdev.lock);
+	CHECK(r1 && !fd_fired(r1->efd));
+	/* Reset clears it. */
+	cc_write(STATUS, 0, 1);
+	CHECK_EQ(cc_read(STATUS, 1), 0);
+	CHECK(!vdev.broken);
+
+	/* A queue pointing outside guest RAM: NEEDS_RESET, not a crash. */
+	driver_handshake(F_VERSION_1);
+	cc_write(MSIX_CONFIG, 0, 2);
+	queue_setup(1, 8, 0x7fff0000, DRIVER_GPA, DEVICE_GPA, 2);
+	cc_write(Q_ENABLE, 1, 2);
+	CHECK_EQ(cc_read(Q_ENABLE, 2), 0);
+	CHECK_EQ(cc_read(STATUS, 1) & 0x40, 0x40);
+	CHECK(r0 && fd_fired(r0->efd));
+	/* Queue set up before FEATURES_OK is refused the same way. */
+	cc_write(STATUS, 0, 1);
+	cc_write(STATUS, 1 | 2, 1);
+	queue_setup(0, 8, DESC_GPA, DRIVER_GPA, DEVICE_GPA, 1);
+	cc_write(Q_ENABLE, 1, 2);
+	CHECK_EQ(cc_read(Q_ENABLE, 2), 0);
+	cc_write(STATUS, 0, 1);
+	(void)mmio_read(p.isr, 1);
+}
+
+/* Hostile guest: garbage everywhere must neither crash nor escape. */
+static void test_garbage(void)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ull;
+	static const unsigned sizes[] = { 1, 2, 4, 8 };
+
+	for (unsigned i = 0; i < 20000; i++) {
+		s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+		unsigned size = sizes[s & 3];
+		uint64_t val = s * 0x2545f4914f6cdd1dull;
+
+		switch ((s >> 2) % 4) {
+		case 0:
+			cfg_write(p.slot, (s >> 8) & 0xff, val, size > 4 ? 4 : size);
+			break;
+		case 1:
+			mmio_write(p.bar_addr[4] + ((s >> 8) & 0x3fff), val, size);
+			break;
+		case 2:
+			mmio_write(p.msix_table + ((s >> 8) & 0xfff), val, size);
+			break;
+		default:
+			(void)mmio_read(p.bar_addr[4] + ((s >> 8) & 0x3fff), size);
+			break;
+		}
+	}
+	/* The header still identifies the device. */
+	CHECK_EQ(cfg_read(p.slot, 0x00, 4), 0x1af4u | (0x1040u + TD_ID) << 16);
+	CHECK_EQ(cfg_read(p.slot, 0x34, 1), 0x40);
+}
+
+int main(void)
+{
+	ram = aligned_alloc(4096, RAM_SIZE);
+	if (!ram)
+		return 1;
+	memset(ram, 0, RAM_SIZE);
+	guest_mem_add(&m.mem, 0, RAM_SIZE, ram);
+	bus_init(&m.pio, "pio");
+	bus_init(&m.mmio, "mmio");
+	m.irq = (struct irq_chip){ .ops = &fake_irq_ops, .opaque = &fake };
+	m.pci = pci_bus_new(&m.pio, &m.mmio, &m.irq, WIN_BASE, WIN_SIZE);
+	if (!m.pci) {
+		fprintf(stderr, "pci_bus_new failed\n");
+		return 1;
+	}
+	/* The ports are taken now: a second bus cannot claim them. */
+	struct pci_bus *dup = pci_bus_new(&m.pio, &m.mmio, &m.irq, WIN_BASE, WIN_SIZE);
+
+	CHECK(dup == NULL);
+
+	for (unsigned i = 0; i < 8; i++)
+		td.config[i] = i + 1;
+	if (virtio_device_init(&vdev, TD_ID,
+			       F_VERSION_1 | F_RING_PACKED | F_EVENT_IDX | TD_FEATURE0,
+			       8, 2, 256, &m.mem, &td_ops, &td) < 0)
+		return 1;
+	struct virtio_pci *vp = virtio_pci_create(&m, &vdev, VIRTIO_PCI_DEVICE_ID(TD_ID), 0xff0000);
+
+	if (!vp) {
+		fprintf(stderr, "virtio_pci_create failed\n");
+		return 1;
+	}
+
+	test_scan();
+	test_bars();
+	test_caps();
+	test_msix_setup();
+	test_features();
+	test_packed_queue_and_kick();
+	test_msix_delivery();
+	test_reset();
+	test_split_roundtrip();
+	test_bar_move();
+	test_virtio_error();
+	test_garbage();
+
+	virtio_pci_free(vp);
+	/* Unplugged: the slot is empty and the BAR gone. */
+	CHECK_EQ(cfg_read(1, 0x00, 2), 0xffff);
+	CHECK_EQ(mmio_read(p.bar_addr[4] + 0x12, 2), 0xffff);
+	virtio_device_destroy(&vdev);
+	pci_bus_free(m.pci);
+	bus_destroy(&m.pio);
+	bus_destroy(&m.mmio);
+	free(ram);
+
+	printf("%u passed, %u failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
