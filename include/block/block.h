@@ -33,6 +33,10 @@ struct blk_file {
 	unsigned int align;	/* buffer/offset alignment O_DIRECT needs */
 	char *path;
 	bool error_reported;	/* error_report_once() flag */
+	bool fallback_reported;	/* "io_uring unavailable" said once */
+	/* Learnt from EOPNOTSUPP, never cleared; read and set atomically. */
+	bool no_punch_hole;
+	bool no_zero_range;
 };
 
 /* Opens and checks the file; on failure one error_report() line and NULL. */
@@ -54,10 +58,15 @@ struct blk_req {
 	bool unmap;		/* WRITE_ZEROES only */
 	struct iovec *iov;	/* READ / WRITE; the backend may advance it */
 	int iovcnt;
-	/* res: bytes transferred (whole request), 0, or -errno */
+	/*
+	 * res: bytes transferred (whole request), 0, or -errno.  A read that
+	 * meets the end of the file is -EIO: the device checked the range, so
+	 * the file shrank under us.
+	 */
 	void (*cb)(struct blk_req *req, int64_t res);
 	/* backend-private */
 	uint64_t done;
+	int err;
 	struct blk_req *next;
 };
 
@@ -65,7 +74,16 @@ struct blk_queue *blk_queue_new(struct blk_file *f, struct iothread *t,
 				enum blk_aio aio);
 void blk_queue_add(struct blk_queue *q, struct blk_req *req);
 void blk_queue_submit(struct blk_queue *q);
-/* Waits for everything in flight to complete (callbacks run), then frees. */
+/*
+ * Waits for everything in flight to complete (callbacks run), then frees.
+ * Call it from any thread once nothing else will add to q (the device has
+ * removed its kick handlers).  It first detaches q from its I/O thread,
+ * which waits for a running completion handler to return; from then on q
+ * belongs to the caller, and the callbacks of the remaining requests run on
+ * the calling thread, so they must only touch what the caller may touch at
+ * teardown (a reset device just marks them dropped).  No callback runs
+ * after it returns.  Callbacks must not call blk_queue_free() themselves.
+ */
 void blk_queue_free(struct blk_queue *q);
 /* The backend really in use (io_uring may fall back to threads). */
 enum blk_aio blk_queue_aio(const struct blk_queue *q);

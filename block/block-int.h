@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef BRISK_BLOCK_BLOCK_INT_H
+#define BRISK_BLOCK_BLOCK_INT_H
+
+/* Shared by the backends of block/; nothing outside block/ includes it. */
+#include <errno.h>
+#include <stddef.h>
+
+#include "block/block.h"
+
+struct blk_queue_ops {
+	void (*add)(struct blk_queue *q, struct blk_req *req);
+	void (*submit)(struct blk_queue *q);
+	void (*free)(struct blk_queue *q);
+};
+
+/* Every backend embeds this first and reaches its own with container_of. */
+struct blk_queue {
+	const struct blk_queue_ops *ops;
+	struct blk_file *f;
+	struct iothread *t;
+	enum blk_aio aio;
+	bool closing;		/* blk_queue_free() has begun */
+};
+
+/* Returns NULL with -errno in *err when io_uring itself is unusable. */
+struct blk_queue *blk_uring_new(struct blk_file *f, struct iothread *t,
+				int *err);
+struct blk_queue *blk_threads_new(struct blk_file *f, struct iothread *t);
+
+/* Size of the zero buffer used when fallocate cannot zero a range. */
+#define BLK_ZERO_BUF_SIZE (64 * 1024)
+void *blk_zero_buf_alloc(void);
+
+/*
+ * Checks a request against the file before it reaches the kernel; returns
+ * 0, or the -errno the request completes with without any I/O.  Sets
+ * *total to the bytes a READ/WRITE moves.
+ */
+int blk_req_check(const struct blk_file *f, const struct blk_req *req,
+		  uint64_t *total);
+
+/* Drops n transferred bytes from the front of req->iov. */
+void blk_iov_advance(struct blk_req *req, size_t n);
+
+/* How a DISCARD or WRITE_ZEROES request is carried out right now. */
+enum blk_zero_how { BLK_ZERO_PUNCH, BLK_ZERO_RANGE, BLK_ZERO_WRITE,
+		    BLK_ZERO_SKIP };
+enum blk_zero_how blk_zero_how(const struct blk_file *f,
+			       const struct blk_req *req);
+int blk_zero_fallocate_mode(enum blk_zero_how how);
+/* The file said EOPNOTSUPP to `how`: never try it again. */
+void blk_zero_unsupported(struct blk_file *f, enum blk_zero_how how);
+static inline bool blk_err_unsupported(int err)
+{
+	return err == -EOPNOTSUPP || err == -ENOSYS;
+}
+
+/* Final step of every request, on the thread that owns the queue. */
+void blk_req_finish(struct blk_queue *q, struct blk_req *req, int64_t res);
+
+#endif

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <assert.h>
+#include <errno.h>
+#include <liburing.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "block-int.h"
+#include "util/compiler.h"
+#include "util/iothread.h"
+#include "util/log.h"
+
+/*
+ * One ring per queue, owned by the queue's I/O thread: no locks.  At most
+ * BLK_URING_DEPTH requests hold a ring slot at a time (prepared or in the
+ * kernel); the rest wait on an overflow list.  The completion queue is
+ * twice that size, so it can never overflow, and a request that must be
+ * resubmitted (short I/O, -EAGAIN) always finds the slot it just freed.
+ */
+#define BLK_URING_DEPTH 256
+
+/* user_data low bit: complete with req->err, no I/O was done. */
+#define BLK_URING_NOIO 1ull
+
+struct blk_uring {
+	struct blk_queue q;
+	struct io_uring ring;
+	int efd;
+	unsigned int inflight;
+	struct blk_req *over_head, *over_tail;
+	void *zbuf;
+};
+
+static struct blk_uring *to_uring(struct blk_queue *q)
+{
+	return container_of(q, struct blk_uring, q);
+}
+
+static void uring_prep_noio(struct io_uring_sqe *sqe, struct blk_req *req,
+			    int err)
+{
+	req->err = err;
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data64(sqe, (uintptr_t)req | BLK_URING_NOIO);
+}
+
+static void uring_prep_zero(struct blk_uring *u, struct io_uring_sqe *sqe,
+			    struct blk_req *req)
+{
+	int fd = u->q.f->fd;
+	enum blk_zero_how how = blk_zero_how(u->q.f, req);
+	uint64_t n;
+
+	/* Another queue may learn a flag meanwhile: remember what we did. */
+	req->err = (int)how;
+	switch (how) {
+	case BLK_ZERO_PUNCH:
+	case BLK_ZERO_RANGE:
+		io_uring_prep_fallocate(sqe, fd, blk_zero_fallocate_mode(how),
+					req->offset, req->len);
+		break;
+	case BLK_ZERO_WRITE:
+		if (!u->zbuf && !(u->zbuf = blk_zero_buf_alloc())) {
+			uring_prep_noio(sqe, req, -ENOMEM);
+			return;
+		}
+		n = req->len - req->done;
+		if (n > BLK_ZERO_BUF_SIZE)
+			n = BLK_ZERO_BUF_SIZE;
+		io_uring_prep_write(sqe, fd, u->zbuf, (unsigned int)n,
+				    req->offset + req->done);
+		break;
+	case BLK_ZERO_SKIP:
+		uring_prep_noio(sqe, req, 0);
+		return;
+	}
+	io_uring_sqe_set_data(sqe, req);
+}
+
+/* Puts req (new or resubmitted) in a ring slot; the caller made room. */
+static void uring_prep(struct blk_uring *u, struct blk_req *req)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+	int fd = u->q.f->fd;
+	uint64_t total;
+	int err;
+
+	assert(sqe && u->inflight < BLK_URING_DEPTH);
+	u->inflight++;
+	err = blk_req_check(u->q.f, req, &total);
+	if (err || ((req->op == BLK_OP_READ || req->op == BLK_OP_WRITE) &&
+		    total == 0)) {
+		uring_prep_noio(sqe, req, err);
+		return;
+	}
+	switch (req->op) {
+	case BLK_OP_READ:
+		io_uring_prep_readv(sqe, fd, req->iov, req->iovcnt,
+				    req->offset + req->done);
+		break;
+	case BLK_OP_WRITE:
+		io_uring_prep_writev(sqe, fd, req->iov, req->iovcnt,
+				     req->offset + req->done);
+		break;
+	case BLK_OP_FLUSH:
+		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+		break;
+	case BLK_OP_DISCARD:
+	case BLK_OP_WRITE_ZEROES:
+		uring_prep_zero(u, sqe, req);
+		return;
+	}
+	io_uring_sqe_set_data(sqe, req);
+}
+
+static void uring_flush_sq(struct blk_uring *u)
+{
+	while (io_uring_sq_ready(&u->ring)) {
+		int r = io_uring_submit(&u->ring);
+
+		if (r >= 0)
+			continue;
+		if (r == -EINTR)
+			continue;
+		if (r == -EAGAIN || r == -EBUSY) {
+			/* Kernel short of memory: let it breathe, then retry. */
+			sched_yield();
+			continue;
+		}
+		/* Left in the SQ; the next submit or completion retries. */
+		error_report_once(&u->q.f->error_reported,
+				  "%s: io_uring submit: %s", u->q.f->path,
+				  strerror(-r));
+		return;
+	}
+}
+
+static void uring_add(struct blk_queue *q, struct blk_req *req)
+{
+	struct blk_uring *u = to_uring(q);
+
+	if (u->inflight < BLK_URING_DEPTH && !u->over_head) {
+		uring_prep(u, req);
+		return;
+	}
+	if (u->over_tail)
+		u->over_tail->next = req;
+	else
+		u->over_head = req;
+	u->over_tail = req;
+}
+
+static void uring_submit(struct blk_queue *q)
+{
+	uring_flush_sq(to_uring(q));
+}
+
+static void uring_fill_from_overflow(struct blk_uring *u)
+{
+	while (u->over_head && u->inflight < BLK_URING_DEPTH) {
+		struct blk_req *req = u->over_head;
+
+		u->over_head = req->next;
+		if (!u->over_head)
+			u->over_tail = NULL;
+		req->next = NULL;
+		uring_prep(u, req);
+	}
+}
+
+static void uring_rw_done(struct blk_uring *u, struct blk_req *req, int res)
+{
+	if (res == -EAGAIN || res == -EINTR) {
+		uring_prep(u, req);
+		return;
+	}
+	if (res < 0) {
+		blk_req_finish(&u->q, req, res);
+		return;
+	}
+	/* Zero bytes: EOF on a read, a device that takes nothing on a write. */
+	if (res == 0) {
+		blk_req_finish(&u->q, req, -EIO);
+		return;
+	}
+	req->done += (unsigned int)res;
+	blk_iov_advance(req, (unsigned int)res);
+	if (req->iovcnt > 0)
+		uring_prep(u, req);
+	else
+		blk_req_finish(&u->q, req, (int64_t)req->done);
+}
+
+static void uring_zero_done(struct blk_uring *u, struct blk_req *req, int res)
+{
+	enum blk_zero_how how = (enum blk_zero_how)req->err;
+
+	if (res == -EAGAIN || res == -EINTR) {
+		uring_prep(u, req);
+		return;
+	}
+	if (blk_err_unsupported(res) && how != BLK_ZERO_WRITE) {
+		blk_zero_unsupported(u->q.f, how);
+		uring_prep(u, req);
+		return;
+	}
+	if (res < 0 || how != BLK_ZERO_WRITE) {
+		blk_req_finish(&u->q, req, res < 0 ? res : 0);
+		return;
+	}
+	if (res == 0) {
+		blk_req_finish(&u->q, req, -EIO);
+		return;
+	}
+	req->done += (unsigned int)res;
+	if (req->done < req->len)
+		uring_prep(u, req);
+	else
+		blk_req_finish(&u->q, req, 0);
+}
+
+static void uring_complete(struct blk_uring *u, uint64_t data, int res)
+{
+	struct blk_req *req = (struct blk_req *)(uintptr_t)
+			      (data & ~BLK_URING_NOIO);
+
+	u->inflight--;
+	if (data & BLK_URING_NOIO) {
+		blk_req_finish(&u->q, req, req->err);
+		return;
+	}
+	switch (req->op) {
+	case BLK_OP_READ:
+	case BLK_OP_WRITE:
+		uring_rw_done(u, req, res);
+		break;
+	case BLK_OP_FLUSH:
+		if (res == -EAGAIN || res == -EINTR)
+			uring_prep(u, req);
+		else
+			blk_req_finish(&u->q, req, res < 0 ? res : 0);
+		break;
+	case BLK_OP_DISCARD:
+	case BLK_OP_WRITE_ZEROES:
+		uring_zero_done(u, req, res);
+		break;
+	}
+}
+
+/*
+ * Each CQE is released before its callback runs, so a callback may add and
+ * submit new requests to this queue.
+ */
+static void uring_reap(struct blk_uring *u)
+{
+	struct io_uring_cqe *cqe;
+
+	while (io_uring_peek_cqe(&u->ring, &cqe) == 0) {
+		uint64_t data = io_uring_cqe_get_data64(cqe);
+		int res = cqe->res;
+
+		io_uring_cqe_seen(&u->ring, cqe);
+		uring_complete(u, data, res);
+		uring_fill_from_overflow(u);
+	}
+	uring_flush_sq(u);
+}
+
+static void uring_handler(void *opaque)
+{
+	struct blk_uring *u = opaque;
+	eventfd_t v;
+
+	/* Drain first: completions after this re-arm the eventfd. */
+	(void)eventfd_read(u->efd, &v);
+	uring_reap(u);
+}
+
+static void uring_free(struct blk_queue *q)
+{
+	struct blk_uring *u = to_uring(q);
+
+	/* Waits out a running handler; after this the ring is ours alone. */
+	iothread_del_fd(q->t, u->efd);
+	uring_flush_sq(u);
+	while (u->inflight || u->over_head) {
+		int r = io_uring_submit_and_wait(&u->ring, 1);
+
+		if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY &&
+		    r != -ETIME) {
+			/* Freeing the ring with I/O in the kernel is worse. */
+			error_report("%s: io_uring wait: %s", q->f->path,
+				     strerror(-r));
+			abort();
+		}
+		uring_reap(u);
+	}
+	io_uring_queue_exit(&u->ring);
+	close(u->efd);
+	free(u->zbuf);
+	free(u);
+}
+
+static const struct blk_queue_ops uring_ops = {
+	.add = uring_add,
+	.submit = uring_submit,
+	.free = uring_free,
+};
+
+static int uring_init(struct io_uring *ring)
+{
+	struct io_uring_params p = {
+		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL,
+		.cq_entries = 2 * BLK_URING_DEPTH,
+	};
+	int r = io_uring_queue_init_params(BLK_URING_DEPTH, ring, &p);
+
+	if (r == -EINVAL) {
+		/* Older kernel without SUBMIT_ALL. */
+		p = (struct io_uring_params){
+			.flags = IORING_SETUP_CQSIZE,
+			.cq_entries = 2 * BLK_URING_DEPTH,
+		};
+		r = io_uring_queue_init_params(BLK_URING_DEPTH, ring, &p);
+	}
+	return r;
+}
+
+struct blk_queue *blk_uring_new(struct blk_file *f, struct iothread *t,
+				int *err)
+{
+	struct blk_uring *u = calloc(1, sizeof(*u));
+	int r;
+
+	*err = 0;
+	if (!u) {
+		error_report("%s: out of memory", f->path);
+		return NULL;
+	}
+	r = uring_init(&u->ring);
+	if (r < 0) {
+		free(u);
+		*err = r;
+		return NULL;
+	}
+	u->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r = u->efd < 0 ? -errno : io_uring_register_eventfd(&u->ring, u->efd);
+	if (!r && iothread_add_fd(t, u->efd, uring_handler, u) < 0)
+		r = -errno;
+	if (r < 0) {
+		error_report("%s: io_uring setup: %s", f->path, strerror(-r));
+		if (u->efd >= 0)
+			close(u->efd);
+		io_uring_queue_exit(&u->ring);
+		free(u);
+		return NULL;
+	}
+	u->q = (struct blk_queue){ .ops = &uring_ops, .f = f, .t = t,
+				   .aio = BLK_AIO_IO_URING };
+	return &u->q;
+}

@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * block/ against real files, for both backends: data round trips, the
+ * fallocate paths and their fallbacks, batches beyond the ring depth,
+ * O_DIRECT, errors, teardown with requests in flight and the fallback from
+ * io_uring to threads when io_uring is forbidden.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "block-int.h"
+#include "util/compiler.h"
+#include "util/iothread.h"
+
+#define FILE_SIZE (1024 * 1024)
+
+static char dir[4096];
+static int passed, failed, skipped;
+
+#define CHECK(cond)							\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "  %s:%d: check failed: %s\n",	\
+				__FILE__, __LINE__, #cond);		\
+			return false;					\
+		}							\
+	} while (0)
+
+struct treq {
+	struct blk_req r;
+	struct iovec iov[16];
+	int64_t res;
+	bool done;
+	int *count;
+};
+
+static void treq_cb(struct blk_req *r, int64_t res)
+{
+	struct treq *t = container_of(r, struct treq, r);
+
+	t->res = res;
+	t->done = true;
+	__atomic_add_fetch(t->count, 1, __ATOMIC_RELAXED);
+}
+
+struct env {
+	struct iothread *t;
+	struct blk_file *f;
+	struct blk_queue *q;
+	char path[4200];
+	int count;
+};
+
+static bool make_file(char *path, size_t n, const char *name, off_t size)
+{
+	int fd;
+
+	snprintf(path, n, "%s/%s", dir, name);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || ftruncate(fd, size) < 0) {
+		perror(path);
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
+static bool env_open(struct env *e, enum blk_aio aio, bool readonly,
+		     enum blk_cache cache)
+{
+	struct blk_file_opts o = { .path = e->path, .readonly = readonly,
+				   .cache = cache };
+
+	e->count = 0;
+	e->t = iothread_new("test-io");
+	e->f = e->t ? blk_file_open(&o) : NULL;
+	e->q = e->f ? blk_queue_new(e->f, e->t, aio) : NULL;
+	return e->q != NULL;
+}
+
+static bool env_setup(struct env *e, enum blk_aio aio)
+{
+	return make_file(e->path, sizeof(e->path), "disk.raw", FILE_SIZE) &&
+	       env_open(e, aio, false, BLK_CACHE_WRITEBACK);
+}
+
+static void env_close(struct env *e)
+{
+	blk_queue_free(e->q);
+	blk_file_close(e->f);
+	iothread_free(e->t);
+	unlink(e->path);
+}
+
+/* Turns the loop by hand until `want` callbacks ran, or ten seconds. */
+static bool wait_count(struct env *e, int want)
+{
+	for (int i = 0; i < 1000 && e->count < want; i++)
+		iothread_poll(e->t, 10);
+	return e->count == want;
+}
+
+static void treq_init(struct env *e, struct treq *t, enum blk_op op,
+		      uint64_t off)
+{
+	memset(t, 0, sizeof(*t));
+	t->r.op = op;
+	t->r.offset = off;
+	t->r.iov = t->iov;
+	t->r.cb = treq_cb;
+	t->count = &e->count;
+	t->res = 1234567;
+}
+
+/* Runs reqs as one batch; every callback must arrive exactly once. */
+static bool run(struct env *e, struct treq *reqs, int n)
+{
+	int base = e->count;
+
+	for (int i = 0; i < n; i++)
+		blk_queue_add(e->q, &reqs[i].r);
+	blk_queue_submit(e->q);
+	return wait_count(e, base + n);
+}
+
+static bool io1(struct env *e, enum blk_op op, uint64_t off, void *buf,
+		size_t len, int64_t *res)
+{
+	struct treq t;
+
+	treq_init(e, &t, op, off);
+	t.iov[0] = (struct iovec){ buf, len };
+	t.r.iovcnt = 1;
+	if (!run(e, &t, 1))
+		return false;
+	*res = t.res;
+	return true;
+}
+
+static bool zero1(struct env *e, enum blk_op op, uint64_t off, uint64_t len,
+		  bool unmap, int64_t *res)
+{
+	struct treq t;
+
+	treq_init(e, &t, op, off);
+	t.r.len = len;
+	t.r.unmap = unmap;
+	if (!run(e, &t, 1))
+		return false;
+	*res = t.res;
+	return true;
+}
+
+static void fill(unsigned char *p, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 9) + 1);
+}
+
+static bool is_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* --- tests, each run for both backends --- */
+
+static bool t_scatter(struct env *e)
+{
+	static unsigned char src[20480], dst[20480];
+	static const size_t wcut[] = { 512, 1536, 2048, 4096, 12288 };
+	static const size_t rcut[] = { 100, 412, 3000, 1, 16967 };
+	struct treq t;
+	size_t pos = 0;
+
+	fill(src, sizeof(src), 3);
+	treq_init(e, &t, BLK_OP_WRITE, 8192);
+	for (size_t i = 0; i < ARRAY_SIZE(wcut); pos += wcut[i++])
+		t.iov[i] = (struct iovec){ src + pos, wcut[i] };
+	t.r.iovcnt = ARRAY_SIZE(wcut);
+	CHECK(run(e, &t, 1));
+	CHECK(t.res == (int64_t)sizeof(src));
+
+	treq_init(e, &t, BLK_OP_READ, 8192);
+	pos = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(rcut); pos += rcut[i++])
+		t.iov[i] = (struct iovec){ dst + pos, rcut[i] };
+	t.r.iovcnt = ARRAY_SIZE(rcut);
+	CHECK(pos == sizeof(dst));
+	CHECK(run(e, &t, 1));
+	CHECK(t.res == (int64_t)sizeof(dst));
+	CHECK(memcmp(src, dst, sizeof(src)) == 0);
+
+	/* Nothing around the written range was touched. */
+	int64_t res;
+
+	CHECK(io1(e, BLK_OP_READ, 0, dst, 8192, &res) && res == 8192);
+	CHECK(is_zero(dst, 8192));
+	return true;
+}
+
+static bool t_flush(struct env *e)
+{
+	static unsigned char buf[4096];
+	struct treq t[2];
+
+	fill(buf, sizeof(buf), 9);
+	treq_init(e, &t[0], BLK_OP_WRITE, 0);
+	t[0].iov[0] = (struct iovec){ buf, sizeof(buf) };
+	t[0].r.iovcnt = 1;
+	treq_init(e, &t[1], BLK_OP_FLUSH, 0);
+	CHECK(run(e, &t[0], 1));
+	CHECK(run(e, &t[1], 1));
+	CHECK(t[0].res == 4096 && t[1].res == 0);
+	return true;
+}
+
+/* Writes a pattern over 256 KiB, zeroes [64K, 64K+len) and checks both. */
+static bool zero_case(struct env *e, enum blk_op op, bool unmap,
+		      uint64_t len)
+{
+	static unsigned char buf[256 * 1024], want[256 * 1024];
+	int64_t res;
+
+	fill(want, sizeof(want), (unsigned int)len);
+	CHECK(io1(e, BLK_OP_WRITE, 0, want, sizeof(want), &res));
+	CHECK(res == (int64_t)sizeof(want));
+	CHECK(zero1(e, op, 65536, len, unmap, &res));
+	CHECK(res == 0);
+	memset(want + 65536, 0, len);
+	CHECK(io1(e, BLK_OP_READ, 0, buf, sizeof(buf), &res));
+	CHECK(res == (int64_t)sizeof(buf));
+	CHECK(memcmp(buf, want, sizeof(buf)) == 0);
+	return true;
+}
+
+static bool t_discard(struct env *e)
+{
+	return zero_case(e, BLK_OP_DISCARD, true, 32768);
+}
+
+static bool t_write_zeroes(struct env *e)
+{
+	return zero_case(e, BLK_OP_WRITE_ZEROES, false, 32768);
+}
+
+static bool t_write_zeroes_unmap(struct env *e)
+{
+	return zero_case(e, BLK_OP_WRITE_ZEROES, true, 32768);
+}
+
+/* As if the filesystem knew neither hole punching nor zero ranges. */
+static bool t_write_zeroes_by_writing(struct env *e)
+{
+	e->f->no_punch_hole = true;
+	e->f->no_zero_range = true;
+	/* Larger than the zero buffer, so it takes several writes. */
+	CHECK(zero_case(e, BLK_OP_WRITE_ZEROES, true, 3 * 65536 - 4096));
+	return true;
+}
+
+static bool t_batch(struct env *e)
+{
+	enum { N = 600, SZ = 1024 };	/* more than the ring holds */
+	static struct treq t[N];
+	static unsigned char bufs[N][SZ], want[SZ];
+
+	for (int i = 0; i < N; i++) {
+		fill(bufs[i], SZ, (unsigned int)i);
+		treq_init(e, &t[i], BLK_OP_WRITE, (uint64_t)i * SZ);
+		t[i].iov[0] = (struct iovec){ bufs[i], SZ };
+		t[i].r.iovcnt = 1;
+	}
+	CHECK(run(e, t, N));
+	for (int i = 0; i < N; i++)
+		CHECK(t[i].done && t[i].res == SZ);
+	memset(bufs, 0, sizeof(bufs));
+	for (int i = 0; i < N; i++) {
+		treq_init(e, &t[i], BLK_OP_READ, (uint64_t)i * SZ);
+		t[i].iov[0] = (struct iovec){ bufs[i], SZ };
+		t[i].r.iovcnt = 1;
+	}
+	CHECK(run(e, t, N));
+	for (int i = 0; i < N; i++) {
+		fill(want, SZ, (unsigned int)i);
+		CHECK(t[i].res == SZ && memcmp(bufs[i], want, SZ) == 0);
+	}
+	return true;
+}
+
+/* A callback that queues more work on its own queue, as a device may. */
+struct chain {
+	struct treq t;
+	struct blk_queue *q;
+	int left;
+};
+
+static void chain_cb(struct blk_req *r, int64_t res)
+{
+	struct chain *c = container_of(r, struct chain, t.r);
+
+	c->t.res = res;
+	if (res == 4096 && --c->left > 0) {
+		c->t.iov[0].iov_len = 4096;
+		c->t.r.iov = c->t.iov;
+		c->t.r.iovcnt = 1;
+		blk_queue_add(c->q, r);
+		blk_queue_submit(c->q);
+		return;
+	}
+	__atomic_add_fetch(c->t.count, 1, __ATOMIC_RELAXED);
+}
+
+static bool t_resubmit_from_callback(struct env *e)
+{
+	static unsigned char buf[4096];
+	struct chain c = { .q = e->q, .left = 50 };
+
+	treq_init(e, &c.t, BLK_OP_READ, 0);
+	c.t.r.cb = chain_cb;
+	c.t.iov[0] = (struct iovec){ buf, sizeof(buf) };
+	c.t.r.iovcnt = 1;
+	CHECK(run(e, &c.t, 1));
+	CHECK(c.left == 0 && c.t.res == 4096);
+	return true;
+}
+
+static bool t_truncated(struct env *e)
+{
+	static unsigned char a[4096], b[4096];
+	struct treq t[3];
+
+	/* The file shrinks behind brisk's back: reads past it must fail. */
+	CHECK(truncate(e->path, FILE_SIZE / 2) == 0);
+	treq_init(e, &t[0], BLK_OP_READ, 0);
+	t[0].iov[0] = (struct iovec){ a, sizeof(a) };
+	t[0].r.iovcnt = 1;
+	treq_init(e, &t[1], BLK_OP_READ, FILE_SIZE - 4096);
+	t[1].iov[0] = (struct iovec){ b, sizeof(b) };
+	t[1].r.iovcnt = 1;
+	/* Straddles the new end: the first half reads, then EOF. */
+	treq_init(e, &t[2], BLK_OP_READ, FILE_SIZE / 2 - 2048);
+	t[2].iov[0] = (struct iovec){ b, sizeof(b) };
+	t[2].r.iovcnt = 1;
+	CHECK(run(e, t, 3));
+	CHECK(t[0].res == 4096);
+	CHECK(t[1].res == -EIO);
+	CHECK(t[2].res == -EIO);
+	CHECK(e->f->error_reported);
+	return true;
+}
+
+static bool t_bad_requests(struct env *e)
+{
+	static unsigned char buf[4096];
+	struct treq t[4];
+
+	treq_init(e, &t[0], BLK_OP_READ, FILE_SIZE - 512);
+	t[0].iov[0] = (struct iovec){ buf, 1024 };
+	t[0].r.iovcnt = 1;
+	treq_init(e, &t[1], BLK_OP_WRITE_ZEROES, UINT64_MAX - 511);
+	t[1].r.len = 1024;
+	treq_init(e, &t[2], BLK_OP_READ, 0);
+	t[2].r.iovcnt = -1;
+	treq_init(e, &t[3], BLK_OP_READ, 4096);
+	t[3].iov[0] = (struct iovec){ buf, 0 };
+	t[3].r.iovcnt = 1;
+	CHECK(run(e, t, 4));
+	CHECK(t[0].res == -EINVAL && t[1].res == -EINVAL);
+	CHECK(t[2].res == -EINVAL);
+	CHECK(t[3].res == 0);
+	return true;
+}
+
+static bool t_readonly(struct env *e, enum blk_aio aio)
+{
+	static unsigned char buf[4096];
+	int64_t res;
+
+	blk_queue_free(e->q);
+	blk_file_close(e->f);
+	iothread_free(e->t);
+	CHECK(env_open(e, aio, true, BLK_CACHE_WRITEBACK));
+	CHECK(e->f->readonly);
+	CHECK(io1(e, BLK_OP_READ, 0, buf, sizeof(buf), &res) && res == 4096);
+	CHECK(io1(e, BLK_OP_WRITE, 0, buf, sizeof(buf), &res));
+	CHECK(res == -EBADF);
+	CHECK(zero1(e, BLK_OP_DISCARD, 0, 4096, true, &res) && res == -EBADF);
+	CHECK(e->f->error_reported);
+	return true;
+}
+
+static bool t_direct(struct env *e, enum blk_aio aio)
+{
+	struct blk_file_opts o = { .path = e->path,
+				   .cache = BLK_CACHE_NONE };
+	struct blk_file *f = blk_file_open(&o);
+	unsigned char *w, *r;
+	struct treq t;
+
+	if (!f) {
+		printf("  skip: %s rejects O_DIRECT\n", dir);
+		skipped++;
+		return true;
+	}
+	blk_file_close(f);
+	blk_queue_free(e->q);
+	blk_file_close(e->f);
+	iothread_free(e->t);
+	CHECK(env_open(e, aio, false, BLK_CACHE_NONE));
+	CHECK(e->f->direct && (e->f->align == 512 || e->f->align == 4096 ||
+			       e->f->align == 1024 || e->f->align == 2048));
+	w = aligned_alloc(4096, 65536);
+	r = aligned_alloc(4096, 65536);
+	CHECK(w && r);
+	fill(w, 65536, 77);
+	memset(r, 0, 65536);
+	treq_init(e, &t, BLK_OP_WRITE, 131072);
+	t.iov[0] = (struct iovec){ w, 16384 };
+	t.iov[1] = (struct iovec){ w + 16384, 49152 };
+	t.r.iovcnt = 2;
+	CHECK(run(e, &t, 1) && t.res == 65536);
+	treq_init(e, &t, BLK_OP_READ, 131072);
+	t.iov[0] = (struct iovec){ r, 4096 };
+	t.iov[1] = (struct iovec){ r + 4096, 61440 };
+	t.r.iovcnt = 2;
+	CHECK(run(e, &t, 1) && t.res == 65536);
+	CHECK(memcmp(w, r, 65536) == 0);
+	free(w);
+	free(r);
+	return true;
+}
+
+/* Teardown with requests in flight and the I/O thread running. */
+static bool t_free_inflight(struct env *e)
+{
+	enum { N = 300, SZ = 2048 };
+	static struct treq t[N];
+	static unsigned char bufs[N][SZ];
+
+	CHECK(iothread_start(e->t) == 0);
+	for (int i = 0; i < N; i++) {
+		treq_init(e, &t[i], i % 2 ? BLK_OP_WRITE : BLK_OP_READ,
+			  (uint64_t)i * SZ);
+		t[i].iov[0] = (struct iovec){ bufs[i], SZ };
+		t[i].r.iovcnt = 1;
+		blk_queue_add(e->q, &t[i].r);
+		if (i % 50 == 49)
+			blk_queue_submit(e->q);
+	}
+	blk_queue_free(e->q);
+	e->q = NULL;
+	CHECK(__atomic_load_n(&e->count, __ATOMIC_RELAXED) == N);
+	for (int i = 0; i < N; i++)
+		CHECK(t[i].done && t[i].res == SZ);
+	return true;
+}
+
+static bool t_open_rejects(void)
+{
+	char p[4200];
+	struct blk_file_opts o = { .path = p };
+
+	snprintf(p, sizeof(p), "%s", dir);
+	CHECK(!blk_file_open(&o));			/* a directory */
+	o.readonly = true;
+	CHECK(!blk_file_open(&o));
+	o.readonly = false;
+	CHECK(make_file(p, sizeof(p), "empty.raw", 0));
+	CHECK(!blk_file_open(&o));
+	unlink(p);
+	CHECK(make_file(p, sizeof(p), "odd.raw", 1000));
+	CHECK(!blk_file_open(&o));
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/missing.raw", dir);
+	CHECK(!blk_file_open(&o));
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	unlink(p);
+	CHECK(mkfifo(p, 0600) == 0);
+	CHECK(!blk_file_open(&o));			/* and did not hang */
+	unlink(p);
+	o.path = "/dev/null";
+	CHECK(!blk_file_open(&o));
+	/* And a good one opens with the size it has. */
+	o.path = p;
+	CHECK(make_file(p, sizeof(p), "good.raw", 4096 * 3));
+	struct blk_file *f = blk_file_open(&o);
+
+	CHECK(f && f->size == 4096 * 3 && !f->readonly && !f->direct);
+	blk_file_close(f);
+	unlink(p);
+	return true;
+}
+
+static bool t_iov_advance(void)
+{
+	struct iovec iov[4];
+	char b[100];
+	struct blk_req r = { .iov = iov, .iovcnt = 4 };
+
+	iov[0] = (struct iovec){ b, 10 };
+	iov[1] = (struct iovec){ b + 10, 0 };
+	iov[2] = (struct iovec){ b + 10, 20 };
+	iov[3] = (struct iovec){ b + 30, 5 };
+	blk_iov_advance(&r, 10);	/* skips the empty element too */
+	CHECK(r.iovcnt == 2 && r.iov == &iov[2]);
+	blk_iov_advance(&r, 7);
+	CHECK(r.iovcnt == 2 && r.iov->iov_base == b + 17 &&
+	      r.iov->iov_len == 13);
+	blk_iov_advance(&r, 15);
+	CHECK(r.iovcnt == 1 && r.iov->iov_base == b + 32 &&
+	      r.iov->iov_len == 3);
+	blk_iov_advance(&r, 3);
+	CHECK(r.iovcnt == 0);
+	return true;
+}
+
+/*
+ * In a child, forbid io_uring_setup as a seccomp profile would: an
+ * io_uring queue must come up as threads and still do I/O.
+ */
+static bool fallback_child(void)
+{
+	struct sock_filter prog[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fp = { .len = ARRAY_SIZE(prog), .filter = prog };
+	struct env e = { 0 };
+	static unsigned char buf[4096], want[4096];
+	int64_t res;
+
+	CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) == 0);
+	CHECK(make_file(e.path, sizeof(e.path), "fallback.raw", FILE_SIZE));
+	CHECK(env_open(&e, BLK_AIO_IO_URING, false, BLK_CACHE_WRITEBACK));
+	CHECK(blk_queue_aio(e.q) == BLK_AIO_THREADS);
+	CHECK(e.f->fallback_reported);
+	fill(want, sizeof(want), 5);
+	CHECK(io1(&e, BLK_OP_WRITE, 4096, want, 4096, &res) && res == 4096);
+	CHECK(io1(&e, BLK_OP_READ, 4096, buf, 4096, &res) && res == 4096);
+	CHECK(memcmp(buf, want, 4096) == 0);
+	env_close(&e);
+	return true;
+}
+
+static bool t_fallback(void)
+{
+	pid_t pid = fork();
+	int st;
+
+	CHECK(pid >= 0);
+	if (pid == 0)
+		_exit(fallback_child() ? 0 : 1);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return true;
+}
+
+static void report(const char *name, bool ok)
+{
+	printf("%s %s\n", ok ? "ok  " : "FAIL", name);
+	if (ok)
+		passed++;
+	else
+		failed++;
+}
+
+typedef bool (*env_test)(struct env *e);
+typedef bool (*aio_test)(struct env *e, enum blk_aio aio);
+
+static void run_env_test(const char *name, enum blk_aio aio, env_test fn,
+			 aio_test afn)
+{
+	char full[128];
+	struct env e = { 0 };
+	bool ok;
+
+	snprintf(full, sizeof(full), "%s/%s",
+		 aio == BLK_AIO_IO_URING ? "io_uring" : "threads", name);
+	ok = env_setup(&e, aio);
+	if (ok && aio == BLK_AIO_IO_URING &&
+	    blk_queue_aio(e.q) != BLK_AIO_IO_URING) {
+		printf("skip %s: io_uring unavailable here\n", full);
+		skipped++;
+		env_close(&e);
+		return;
+	}
+	if (ok)
+		ok = fn ? fn(&e) : afn(&e, aio);
+	env_close(&e);
+	report(full, ok);
+}
+
+int main(void)
+{
+	static const struct {
+		const char *name;
+		env_test fn;
+		aio_test afn;
+	} tests[] = {
+		{ "scatter", t_scatter, NULL },
+		{ "flush", t_flush, NULL },
+		{ "discard", t_discard, NULL },
+		{ "write-zeroes", t_write_zeroes, NULL },
+		{ "write-zeroes-unmap", t_write_zeroes_unmap, NULL },
+		{ "write-zeroes-by-writing", t_write_zeroes_by_writing, NULL },
+		{ "batch", t_batch, NULL },
+		{ "resubmit-from-callback", t_resubmit_from_callback, NULL },
+		{ "truncated", t_truncated, NULL },
+		{ "bad-requests", t_bad_requests, NULL },
+		{ "readonly", NULL, t_readonly },
+		{ "direct", NULL, t_direct },
+		{ "free-inflight", t_free_inflight, NULL },
+	};
+	const char *d = getenv("BLK_TEST_DIR");
+
+	if (!d)
+		d = getenv("TMPDIR");
+	snprintf(dir, sizeof(dir), "%s/blk-test.%d", d ? d : "/tmp",
+		 (int)getpid());
+	if (mkdir(dir, 0700) < 0) {
+		perror(dir);
+		return 1;
+	}
+	for (int aio = BLK_AIO_IO_URING; aio <= BLK_AIO_THREADS; aio++)
+		for (size_t i = 0; i < ARRAY_SIZE(tests); i++)
+			run_env_test(tests[i].name, (enum blk_aio)aio,
+				     tests[i].fn, tests[i].afn);
+	report("open-rejects", t_open_rejects());
+	report("iov-advance", t_iov_advance());
+	report("fallback-to-threads", t_fallback());
+	rmdir(dir);
+	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+	return failed ? 1 : 0;
+}
