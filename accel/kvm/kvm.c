@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "hw/machine.h"
+#include "hw/x86/pc.h"
+#include "kvm-internal.h"
+#include "util/log.h"
+
+/* KVM's real-mode helpers live in the hole, above the LAPIC page. */
+#define KVM_IDENTITY_MAP_ADDR 0xfffbc000ull
+#define KVM_TSS_ADDR 0xfffbd000ull
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+}
+
+static const struct {
+	int cap;
+	const char *name;
+} required_caps[] = {
+	{ KVM_CAP_USER_MEMORY, "USER_MEMORY" },
+	{ KVM_CAP_SET_TSS_ADDR, "SET_TSS_ADDR" },
+	{ KVM_CAP_SET_IDENTITY_MAP_ADDR, "SET_IDENTITY_MAP_ADDR" },
+	{ KVM_CAP_IRQCHIP, "IRQCHIP" },
+	{ KVM_CAP_PIT2, "PIT2" },
+	{ KVM_CAP_IRQ_ROUTING, "IRQ_ROUTING" },
+	{ KVM_CAP_IRQFD, "IRQFD" },
+	{ KVM_CAP_IOEVENTFD, "IOEVENTFD" },
+	{ KVM_CAP_EXT_CPUID, "EXT_CPUID" },
+	{ KVM_CAP_IMMEDIATE_EXIT, "IMMEDIATE_EXIT" },
+};
+
+static int kvm_open(struct kvm_vm *vm)
+{
+	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm_fd < 0) {
+		if (errno == ENOENT)
+			error_report("no /dev/kvm: load kvm_intel or kvm_amd, or run "
+				     "through tests/kvm/with-kvm");
+		else
+			error_report("cannot open /dev/kvm: %s (are you in the kvm "
+				     "group?)", strerror(errno));
+		return -1;
+	}
+	int version = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
+
+	if (version != KVM_API_VERSION) {
+		error_report("/dev/kvm speaks API version %d, brisk needs %d",
+			     version, KVM_API_VERSION);
+		return -1;
+	}
+	for (unsigned i = 0; i < ARRAY_SIZE(required_caps); i++) {
+		if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, required_caps[i].cap) <= 0) {
+			error_report("this KVM lacks KVM_CAP_%s, which brisk needs",
+				     required_caps[i].name);
+			return -1;
+		}
+	}
+	int size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+
+	if (size < (int)sizeof(struct kvm_run)) {
+		error_report("KVM_GET_VCPU_MMAP_SIZE failed: %s", strerror(errno));
+		return -1;
+	}
+	vm->run_size = size;
+	return 0;
+}
+
+static int kvm_get_cpuid(struct kvm_vm *vm)
+{
+	for (unsigned n = 128; n <= 4096; n *= 2) {
+		/* Room to add topology leaves per vCPU later. */
+		vm->cpuid = calloc(1, sizeof(*vm->cpuid) +
+				   (n + 8) * sizeof(vm->cpuid->entries[0]));
+		if (!vm->cpuid)
+			break;
+		vm->cpuid->nent = n;
+		if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid) == 0)
+			return 0;
+		free(vm->cpuid);
+		vm->cpuid = NULL;
+		if (errno != E2BIG)
+			break;
+	}
+	error_report("KVM_GET_SUPPORTED_CPUID failed: %s", strerror(errno));
+	return -1;
+}
+
+static int kvm_create_vm(struct kvm_vm *vm)
+{
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	uint64_t idmap = KVM_IDENTITY_MAP_ADDR;
+	const char *what;
+
+	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0) {
+		what = "KVM_CREATE_VM";
+		goto fail;
+	}
+	fcntl(vm->vm_fd, F_SETFD, FD_CLOEXEC);
+	what = "KVM_SET_IDENTITY_MAP_ADDR";
+	if (ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &idmap) < 0)
+		goto fail;
+	what = "KVM_SET_TSS_ADDR";
+	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_ADDR) < 0)
+		goto fail;
+	what = "KVM_CREATE_IRQCHIP";
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
+		goto fail;
+	/* The dummy speaker port 0x61 lets Linux calibrate with PIT channel 2. */
+	what = "KVM_CREATE_PIT2";
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
+		goto fail;
+	return 0;
+fail:
+	error_report("%s failed: %s", what, strerror(errno));
+	return -1;
+}
+
+static void kvm_shutdown(struct machine *m, int status, const char *why)
+{
+	struct kvm_vm *vm = m->priv;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&vm->stop_lock);
+	if (vm->stopping) {
+		pthread_mutex_unlock(&vm->stop_lock);
+		return;
+	}
+	__atomic_store_n(&vm->stopping, true, __ATOMIC_SEQ_CST);
+	vm->status = status;
+	snprintf(vm->why, sizeof(vm->why), "%s", why ? why : "");
+	/*
+	 * immediate_exit before the signal: a vCPU that has not yet entered
+	 * KVM_RUN returns from it at once, one inside is kicked out.
+	 */
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		struct kvm_vcpu *v = &vm->vcpus[i];
+
+		if (!v->started)
+			continue;
+		__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		pthread_kill(v->thread, SIG_VCPU_KICK);
+	}
+	pthread_mutex_unlock(&vm->stop_lock);
+	if (write(vm->done_fd, &one, sizeof(one)) < 0)
+		abort();	/* an eventfd write of 1 cannot fail */
+}
+
+struct kvm_vm *kvm_vm_new(struct machine *m)
+{
+	struct kvm_vm *vm = calloc(1, sizeof(*vm));
+	struct sigaction sa = { .sa_handler = kick_handler };
+
+	if (!vm) {
+		error_report("out of memory");
+		return NULL;
+	}
+	vm->m = m;
+	vm->kvm_fd = vm->vm_fd = -1;
+	pthread_mutex_init(&vm->stop_lock, NULL);
+	vm->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	/* No SA_RESTART: the kick must make KVM_RUN fail with EINTR. */
+	sigemptyset(&sa.sa_mask);
+	if (vm->done_fd < 0 || sigaction(SIG_VCPU_KICK, &sa, NULL)) {
+		error_report("cannot set up vCPU signalling: %s", strerror(errno));
+		goto fail;
+	}
+	if (kvm_open(vm) || kvm_get_cpuid(vm) || kvm_create_vm(vm) ||
+	    kvm_irq_init(vm))
+		goto fail;
+	m->priv = vm;
+	m->shutdown = kvm_shutdown;
+	return vm;
+fail:
+	kvm_vm_free(vm);
+	return NULL;
+}
+
+unsigned kvm_max_vcpus(struct kvm_vm *vm)
+{
+	int n = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
+
+	if (n <= 0)
+		n = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
+	return n > 0 ? (unsigned)n : 4;
+}
+
+int kvm_vm_add_ram(struct kvm_vm *vm, uint64_t gpa, uint64_t size)
+{
+	void *hva = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (hva == MAP_FAILED) {
+		error_report("cannot allocate %llu MiB of guest RAM: %s",
+			     (unsigned long long)(size >> 20), strerror(errno));
+		return -1;
+	}
+	madvise(hva, size, MADV_HUGEPAGE);	/* fewer EPT misses; best effort */
+
+	struct kvm_userspace_memory_region r = {
+		.slot = vm->nr_slots, .guest_phys_addr = gpa,
+		.memory_size = size, .userspace_addr = (uintptr_t)hva,
+	};
+
+	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0) {
+		error_report("KVM_SET_USER_MEMORY_REGION failed: %s", strerror(errno));
+		munmap(hva, size);
+		return -1;
+	}
+	if (guest_mem_add(&vm->m->mem, gpa, size, hva)) {
+		error_report("too many guest RAM regions");
+		return -1;
+	}
+	vm->nr_slots++;
+	return 0;
+}
+
+int kvm_vcpus_create(struct kvm_vm *vm, const struct x86_cpu_entry *entry)
+{
+	unsigned n = vm->m->ncpus, max = kvm_max_vcpus(vm);
+
+	if (n == 0 || n > max) {
+		error_report("-smp %u: this host's KVM allows 1 to %u vCPUs", n, max);
+		return -1;
+	}
+	vm->vcpus = calloc(n, sizeof(*vm->vcpus));
+	if (!vm->vcpus) {
+		error_report("out of memory");
+		return -1;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		vm->vcpus[i].fd = -1;
+		vm->vcpus[i].run = MAP_FAILED;
+	}
+	vm->nr_vcpus = n;
+	for (unsigned i = 0; i < n; i++)
+		if (kvm_vcpu_init(vm, &vm->vcpus[i], i == 0 ? entry : NULL))
+			return -1;
+	return 0;
+}
+
+int kvm_vcpus_start(struct kvm_vm *vm)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&vm->stop_lock);
+	for (unsigned i = 0; i < vm->nr_vcpus && !vm->stopping; i++) {
+		struct kvm_vcpu *v = &vm->vcpus[i];
+
+		ret = pthread_create(&v->thread, NULL, kvm_vcpu_thread, v);
+		if (ret) {
+			error_report("cannot start vCPU thread: %s", strerror(ret));
+			ret = -1;
+			break;
+		}
+		v->started = true;
+	}
+	pthread_mutex_unlock(&vm->stop_lock);
+	return ret;
+}
+
+int kvm_vm_done_fd(struct kvm_vm *vm)
+{
+	return vm->done_fd;
+}
+
+int kvm_vm_stop(struct kvm_vm *vm, const char **why)
+{
+	/* Also the error path: a VM nobody shut down stops as a failure. */
+	kvm_shutdown(vm->m, BRISK_EXIT_FAILURE, NULL);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		if (vm->vcpus[i].started)
+			pthread_join(vm->vcpus[i].thread, NULL);
+	*why = vm->why[0] ? vm->why : NULL;
+	return vm->status;
+}
+
+void kvm_vm_free(struct kvm_vm *vm)
+{
+	if (!vm)
+		return;
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		struct kvm_vcpu *v = &vm->vcpus[i];
+
+		assert(!v->started || vm->stopping);
+		if (v->run != MAP_FAILED)
+			munmap(v->run, vm->run_size);
+		if (v->fd >= 0)
+			close(v->fd);
+	}
+	free(vm->vcpus);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		close(vm->kvm_fd);
+	for (unsigned i = 0; i < vm->m->mem.nr_regions; i++)
+		munmap(vm->m->mem.region[i].hva, vm->m->mem.region[i].size);
+	vm->m->mem.nr_regions = 0;
+	if (vm->routing)
+		kvm_irq_fini(vm);
+	if (vm->done_fd >= 0)
+		close(vm->done_fd);
+	free(vm->cpuid);
+	pthread_mutex_destroy(&vm->stop_lock);
+	free(vm);
+}

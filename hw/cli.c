@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/cli.h"
+#include "util/log.h"
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	uint64_t shift = 20;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	if (errno)
+		return -1;
+	switch (toupper((unsigned char)*end)) {
+	case '\0': break;
+	case 'B': shift = 0; break;
+	case 'K': shift = 10; break;
+	case 'M': shift = 20; break;
+	case 'G': shift = 30; break;
+	case 'T': shift = 40; break;
+	default: return -1;
+	}
+	if (*end && end[1])
+		return -1;
+	if (v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* A decimal or 0x-prefixed number no larger than max. */
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 0);
+
+	if (errno || *end || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_mem(const char *arg, struct cli_opts *o)
+{
+	const char *s = strncmp(arg, "size=", 5) ? arg : arg + 5;
+
+	if (cli_parse_size(s, &o->ram_size)) {
+		error_report("-m: invalid memory size '%s'", arg);
+		return -1;
+	}
+	if (o->ram_size < CLI_MIN_RAM || o->ram_size > CLI_MAX_RAM) {
+		error_report("-m: memory size '%s' out of range (64M to 1T)", arg);
+		return -1;
+	}
+	if (o->ram_size & 0xfffff) {
+		error_report("-m: memory size '%s' is not a whole number of MiB", arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_smp(const char *arg, struct cli_opts *o)
+{
+	const char *s = strncmp(arg, "cpus=", 5) ? arg : arg + 5;
+	unsigned long n;
+
+	if (parse_uint(s, ULONG_MAX, &n) || n == 0 || n > CLI_MAX_CPUS) {
+		error_report("-smp: invalid CPU count '%s' (1 to %d)", arg,
+			     CLI_MAX_CPUS);
+		return -1;
+	}
+	o->ncpus = n;
+	return 0;
+}
+
+static int parse_debug_exit(const char *props, struct cli_opts *o)
+{
+	unsigned long base = 0x501, size = 2;
+
+	while (props && *props) {
+		const char *next = strchr(props, ',');
+		size_t len = next ? (size_t)(next - props) : strlen(props);
+		char kv[64];
+
+		if (len >= sizeof(kv))
+			goto bad;
+		memcpy(kv, props, len);
+		kv[len] = '\0';
+		if (!strncmp(kv, "iobase=", 7)) {
+			if (parse_uint(kv + 7, 0xffff, &base))
+				goto bad;
+		} else if (!strncmp(kv, "iosize=", 7)) {
+			if (parse_uint(kv + 7, 4, &size) || size == 0 || size == 3)
+				goto bad;
+		} else {
+			goto bad;
+		}
+		props = next ? next + 1 : NULL;
+	}
+	if (base + size > 0x10000) {
+		error_report("-device isa-debug-exit: ports 0x%lx+%lu beyond 0xffff",
+			     base, size);
+		return -1;
+	}
+	o->debug_exit = true;
+	o->debug_exit_iobase = base;
+	o->debug_exit_iosize = size;
+	return 0;
+bad:
+	error_report("-device isa-debug-exit: bad property in '%s' "
+		     "(iobase=N, iosize=1|2|4)", props);
+	return -1;
+}
+
+static int add_blk(struct cli_opts *o, bool is_drive, const char *arg)
+{
+	if (o->nr_blk == CLI_MAX_BLK_ARGS) {
+		error_report("too many -drive/-device options (at most %d)",
+			     CLI_MAX_BLK_ARGS);
+		return -1;
+	}
+	o->blk[o->nr_blk++] = (struct cli_blk_arg){ is_drive, arg };
+	return 0;
+}
+
+static int parse_device(const char *arg, struct cli_opts *o)
+{
+	size_t len = strcspn(arg, ",");
+	const char *props = arg[len] ? arg + len + 1 : NULL;
+
+	if (len == strlen("isa-debug-exit") && !strncmp(arg, "isa-debug-exit", len))
+		return parse_debug_exit(props, o);
+	if (len == strlen("virtio-blk-pci") && !strncmp(arg, "virtio-blk-pci", len))
+		return add_blk(o, false, arg);
+	error_report("-device: unknown device '%.*s' (supported: "
+		     "virtio-blk-pci, isa-debug-exit)", (int)len, arg);
+	return -1;
+}
+
+static int parse_serial(const char *arg, struct cli_opts *o)
+{
+	if (strcmp(arg, "stdio") && strcmp(arg, "none") &&
+	    (strncmp(arg, "file:", 5) || !arg[5])) {
+		error_report("-serial: unsupported backend '%s' "
+			     "(stdio, file:PATH or none)", arg);
+		return -1;
+	}
+	o->serial = arg;
+	return 0;
+}
+
+static int parse_timeout(const char *arg, struct cli_opts *o)
+{
+	unsigned long t;
+
+	if (parse_uint(arg, UINT_MAX, &t) || t == 0) {
+		error_report("-timeout: invalid number of seconds '%s'", arg);
+		return -1;
+	}
+	o->timeout_s = t;
+	return 0;
+}
+
+enum opt_id {
+	OPT_KERNEL, OPT_INITRD, OPT_APPEND, OPT_M, OPT_SMP, OPT_SERIAL,
+	OPT_DEVICE, OPT_DRIVE, OPT_NAME, OPT_TIMEOUT, OPT_NOGRAPHIC,
+	OPT_NOREBOOT, OPT_HELP, OPT_VERSION,
+};
+
+static const struct {
+	const char *name;
+	enum opt_id id;
+	bool has_arg;
+} options[] = {
+	{ "kernel", OPT_KERNEL, true }, { "initrd", OPT_INITRD, true },
+	{ "append", OPT_APPEND, true }, { "m", OPT_M, true },
+	{ "smp", OPT_SMP, true }, { "serial", OPT_SERIAL, true },
+	{ "device", OPT_DEVICE, true }, { "drive", OPT_DRIVE, true },
+	{ "name", OPT_NAME, true }, { "timeout", OPT_TIMEOUT, true },
+	{ "nographic", OPT_NOGRAPHIC, false },
+	{ "no-reboot", OPT_NOREBOOT, false },
+	{ "h", OPT_HELP, false }, { "help", OPT_HELP, false },
+	{ "version", OPT_VERSION, false },
+};
+
+static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
+{
+	switch (id) {
+	case OPT_KERNEL: o->kernel = arg; return 0;
+	case OPT_INITRD: o->initrd = arg; return 0;
+	case OPT_APPEND: o->append = arg; return 0;
+	case OPT_NAME: o->name = arg; return 0;
+	case OPT_M: return parse_mem(arg, o);
+	case OPT_SMP: return parse_smp(arg, o);
+	case OPT_SERIAL: return parse_serial(arg, o);
+	case OPT_DEVICE: return parse_device(arg, o);
+	case OPT_DRIVE: return add_blk(o, true, arg);
+	case OPT_TIMEOUT: return parse_timeout(arg, o);
+	case OPT_NOGRAPHIC: return 0;	/* brisk has no display anyway */
+	case OPT_NOREBOOT: return 0;	/* a guest reboot always ends brisk */
+	case OPT_HELP: o->action = CLI_HELP; return 0;
+	case OPT_VERSION: o->action = CLI_VERSION; return 0;
+	}
+	return -1;
+}
+
+int cli_parse(int argc, char **argv, struct cli_opts *o)
+{
+	*o = (struct cli_opts){
+		.action = CLI_RUN, .serial = "stdio",
+		.ram_size = CLI_DEFAULT_RAM, .ncpus = 1,
+	};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		unsigned k;
+
+		if (a[0] != '-' || !a[1]) {
+			error_report("unexpected argument '%s' (see --help)", a);
+			return -1;
+		}
+		/* As QEMU does, accept "--opt" as well as "-opt". */
+		const char *name = a[1] == '-' ? a + 2 : a + 1;
+
+		for (k = 0; k < ARRAY_SIZE(options); k++)
+			if (!strcmp(name, options[k].name))
+				break;
+		if (k == ARRAY_SIZE(options)) {
+			error_report("unknown option '%s' (see --help)", a);
+			return -1;
+		}
+		const char *arg = NULL;
+
+		if (options[k].has_arg) {
+			if (i + 1 == argc) {
+				error_report("option '%s' needs an argument", a);
+				return -1;
+			}
+			arg = argv[++i];
+		}
+		if (apply(o, options[k].id, arg))
+			return -1;
+		if (o->action != CLI_RUN)
+			return 0;
+	}
+	if (!o->kernel) {
+		error_report("no kernel given: use -kernel bzImage (see --help)");
+		return -1;
+	}
+	return 0;
+}
+
+void cli_print_help(void)
+{
+	fputs("Usage: brisk -kernel bzImage [options]\n"
+	      "\n"
+	      "  -kernel FILE        Linux bzImage to boot (required)\n"
+	      "  -initrd FILE        initial ramdisk\n"
+	      "  -append STRING      kernel command line\n"
+	      "  -m SIZE             guest RAM: 512 (MiB), 512M, 2G... (default 512M)\n"
+	      "  -smp N              number of vCPUs (default 1)\n"
+	      "  -serial BACKEND     COM1: stdio (default), file:PATH or none\n"
+	      "  -drive ARGS         a disk image, e.g. file=disk.img,if=virtio\n"
+	      "  -device virtio-blk-pci,drive=ID[,...]\n"
+	      "  -device isa-debug-exit[,iobase=0x501,iosize=2]\n"
+	      "  -timeout SECONDS    stop the guest after SECONDS, exit 124\n"
+	      "  -name NAME          a name for this guest\n"
+	      "  -nographic, -no-reboot  accepted; brisk has no display and a\n"
+	      "                      guest reboot always ends brisk\n"
+	      "  -h, --help          this text\n"
+	      "  --version           print the version\n"
+	      "\n"
+	      "Exit status: 0 guest powered off or rebooted, 1 error, 2 guest\n"
+	      "panic, 124 timeout, (V << 1) | 1 for isa-debug-exit value V.\n"
+	      "Ctrl-A x on the console quits.\n", stdout);
+}

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * brisk's entry point, and the one place that fixes the order in which the
+ * board comes together.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "accel/kvm.h"
+#include "hw/acpi/acpi.h"
+#include "hw/block/virtio-blk.h"
+#include "hw/brisk-version.h"
+#include "hw/char/serial.h"
+#include "hw/cli.h"
+#include "hw/input/i8042.h"
+#include "hw/machine.h"
+#include "hw/misc/debug-exit.h"
+#include "hw/misc/pvpanic.h"
+#include "hw/pci/pci.h"
+#include "hw/x86/pc.h"
+#include "util/log.h"
+
+/* Everything run() builds, so that teardown can undo exactly that. */
+struct brisk {
+	struct cli_opts opts;
+	struct blk_cmdline *blk;
+	bool blk_created;
+	struct pc_layout layout;
+	struct x86_boot boot;
+	struct machine m;
+	struct kvm_vm *vm;
+	int sig_fd;
+};
+
+static int blk_parse(struct brisk *b)
+{
+	const struct cli_opts *o = &b->opts;
+
+	b->blk = blk_cmdline_new();
+	if (!b->blk) {
+		error_report("out of memory");
+		return -1;
+	}
+	for (unsigned i = 0; i < o->nr_blk; i++) {
+		const struct cli_blk_arg *a = &o->blk[i];
+
+		if ((a->is_drive ? blk_cmdline_drive : blk_cmdline_device)(b->blk, a->arg))
+			return -1;
+	}
+	return blk_cmdline_finish(b->blk);
+}
+
+/*
+ * Signals that end brisk go to main only, through a signalfd; every thread
+ * started later inherits the mask.
+ */
+static int block_signals(struct brisk *b)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	b->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (b->sig_fd < 0) {
+		error_report("signalfd: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int machine_ram(struct brisk *b)
+{
+	if (kvm_vm_add_ram(b->vm, 0, b->layout.low_size))
+		return -1;
+	if (b->layout.high_size &&
+	    kvm_vm_add_ram(b->vm, PC_HIGH_RAM_BASE, b->layout.high_size))
+		return -1;
+	return 0;
+}
+
+static int legacy_devices(struct brisk *b)
+{
+	struct machine *m = &b->m;
+	const struct cli_opts *o = &b->opts;
+
+	if (serial_init(m, o->serial) || i8042_init(m) || pvpanic_init(m) ||
+	    acpi_pm_init(m))
+		return -1;
+	if (o->debug_exit &&
+	    debug_exit_init(m, o->debug_exit_iobase, o->debug_exit_iosize))
+		return -1;
+	return 0;
+}
+
+static int load_guest(struct brisk *b, struct x86_cpu_entry *entry)
+{
+	struct machine *m = &b->m;
+
+	if (mptable_write(m)) {
+		error_report("cannot write the MP table");
+		return -1;
+	}
+	uint64_t rsdp = acpi_build(m, PC_ACPI_BASE, PC_ACPI_SIZE);
+
+	if (!rsdp)
+		return -1;
+	return x86_boot_load(&b->boot, m, &b->layout, rsdp, entry);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
+}
+
+/* Until some thread calls m->shutdown(), a signal arrives or time runs out. */
+static void wait_for_shutdown(struct brisk *b)
+{
+	struct machine *m = &b->m;
+	unsigned timeout = b->opts.timeout_s;
+	int64_t deadline = now_ms() + timeout * 1000ll;
+	struct pollfd fds[2] = {
+		{ .fd = kvm_vm_done_fd(b->vm), .events = POLLIN },
+		{ .fd = b->sig_fd, .events = POLLIN },
+	};
+	char why[80];
+
+	for (;;) {
+		int wait = timeout ? (int)(deadline - now_ms()) : -1;
+
+		if (timeout && wait <= 0) {
+			snprintf(why, sizeof(why),
+				 "timeout: guest still running after %u s", timeout);
+			m->shutdown(m, BRISK_EXIT_TIMEOUT, why);
+			return;
+		}
+		if (poll(fds, 2, wait) < 0 && errno != EINTR) {
+			m->shutdown(m, BRISK_EXIT_FAILURE, "poll failed");
+			return;
+		}
+		if (fds[0].revents)
+			return;
+		if (fds[1].revents) {
+			struct signalfd_siginfo si;
+
+			if (read(b->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+				snprintf(why, sizeof(why), "terminating on signal %u",
+					 si.ssi_signo);
+				/* As a shell reports a process killed by it. */
+				m->shutdown(m, 128 + si.ssi_signo, why);
+				return;
+			}
+		}
+	}
+}
+
+static int run(struct brisk *b)
+{
+	const struct cli_opts *o = &b->opts;
+	struct machine *m = &b->m;
+	struct x86_cpu_entry entry;
+
+	/* Everything the command line names is checked before /dev/kvm. */
+	if (blk_parse(b))
+		return BRISK_EXIT_FAILURE;
+	pc_layout(o->ram_size, &b->layout);
+	if (x86_boot_open(&b->boot, &b->layout, o->kernel, o->initrd, o->append))
+		return BRISK_EXIT_FAILURE;
+	if (block_signals(b))
+		return BRISK_EXIT_FAILURE;
+
+	bus_init(&m->pio, "pio");
+	bus_init(&m->mmio, "mmio");
+	m->ncpus = o->ncpus;
+	b->vm = kvm_vm_new(m);	/* also the in-kernel irqchip and PIT */
+	if (!b->vm)
+		return BRISK_EXIT_FAILURE;
+	if (o->ncpus > kvm_max_vcpus(b->vm)) {
+		error_report("-smp %u: this host's KVM allows at most %u vCPUs",
+			     o->ncpus, kvm_max_vcpus(b->vm));
+		return BRISK_EXIT_FAILURE;
+	}
+	if (machine_ram(b) || legacy_devices(b))
+		return BRISK_EXIT_FAILURE;
+	m->pci = pci_bus_new(&m->pio, &m->mmio, &m->irq, PC_PCI_HOLE_BASE,
+			     PC_PCI_HOLE_SIZE);
+	if (!m->pci)
+		return BRISK_EXIT_FAILURE;
+	b->blk_created = true;
+	if (blk_devices_create(b->blk, m))
+		return BRISK_EXIT_FAILURE;
+	if (load_guest(b, &entry) || kvm_vcpus_create(b->vm, &entry) ||
+	    kvm_vcpus_start(b->vm))
+		return BRISK_EXIT_FAILURE;
+	wait_for_shutdown(b);
+	return BRISK_EXIT_OK;
+}
+
+/* Undoes run() in reverse; the vCPUs stop first, so no exit races it. */
+static int teardown(struct brisk *b, int status)
+{
+	const char *why = NULL;
+
+	if (b->vm) {
+		int vm_status = kvm_vm_stop(b->vm, &why);
+
+		if (status == BRISK_EXIT_OK)
+			status = vm_status;
+		else
+			why = NULL;	/* the setup error was reported already */
+	}
+	if (b->blk_created)
+		blk_devices_destroy(b->blk);
+	if (b->m.pci)
+		pci_bus_free(b->m.pci);
+	kvm_vm_free(b->vm);
+	if (b->blk)
+		blk_cmdline_free(b->blk);
+	x86_boot_close(&b->boot);
+	if (status != BRISK_EXIT_OK && why)
+		error_report("%s", why);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct brisk *b = calloc(1, sizeof(*b));
+
+	if (!b) {
+		error_report("out of memory");
+		return BRISK_EXIT_FAILURE;
+	}
+	b->sig_fd = -1;
+	b->boot.initrd_fd = -1;
+	if (cli_parse(argc, argv, &b->opts))
+		return BRISK_EXIT_FAILURE;
+	if (b->opts.action == CLI_HELP) {
+		cli_print_help();
+		return BRISK_EXIT_OK;
+	}
+	if (b->opts.action == CLI_VERSION) {
+		printf("brisk %s\n", BRISK_VERSION);
+		return BRISK_EXIT_OK;
+	}
+	int status = teardown(b, run(b));
+
+	if (b->sig_fd >= 0)
+		close(b->sig_fd);
+	free(b);
+	return status;
+}
