@@ -1,0 +1,163 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# boot-tests.sh [--brisk PATH | --qemu] [--outdir DIR] [--kernel BZIMAGE]
+#
+# Boots a busybox guest several times and checks brisk's exit-status
+# contract (include/hw/machine.h) and what the guest sees: the init marker,
+# nproc == -smp, MemTotal close to -m, /proc/cmdline holding -append intact.
+# All boots share one with-kvm host, since a nested host costs tens of
+# seconds to start.  --qemu runs the same boots under qemu-system-x86_64
+# -accel kvm (where QEMU differs, e.g. its panic status, the expectation
+# follows QEMU).  Output is TAP, one line per check.
+
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+me=$here/$(basename "${BASH_SOURCE[0]}")
+
+vmm=brisk brisk= outdir=$PWD/boot-tests.d kernel= inner=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--brisk) brisk=$2; shift 2 ;;
+	--qemu) vmm=qemu; shift ;;
+	--outdir) outdir=$2; shift 2 ;;
+	--kernel) kernel=$2; shift 2 ;;
+	--inner) inner=1; shift ;;
+	*) echo "usage: $0 [--brisk PATH | --qemu] [--outdir DIR] [--kernel BZIMAGE]" >&2; exit 2 ;;
+	esac
+done
+
+if [ -z "$inner" ]; then
+	# Host side: everything that needs no /dev/kvm happens here, where it
+	# is fast; the boots run inside with-kvm.
+	if [ "$vmm" = brisk ]; then
+		[ -n "$brisk" ] || { echo "boot-tests: --brisk PATH or --qemu required" >&2; exit 2; }
+		[ -x "$brisk" ] || { echo "boot-tests: $brisk is not an executable" >&2; exit 1; }
+		brisk=$(realpath "$brisk")
+	fi
+	if [ -z "$kernel" ]; then
+		. "$here/lib/kmod.sh"
+		kver=$(kmod_newest_kver) || { echo "boot-tests: no kernel in /boot; run: apt-get install linux-image-amd64" >&2; exit 1; }
+		kernel=/boot/vmlinuz-$kver
+	fi
+	mkdir -p "$outdir" && outdir=$(realpath "$outdir") || exit 1
+	"$here/mkinitrd" -o "$outdir/guest.img" -i "$here/guest-init.sh" || exit 1
+	cd "$outdir" || exit 1
+	args=(--inner --outdir "$outdir" --kernel "$kernel")
+	[ "$vmm" = qemu ] && args+=(--qemu) || args+=(--brisk "$brisk")
+	exec "$here/with-kvm" --timeout "${BRISK_BOOT_TESTS_TIMEOUT:-420}" \
+		--work "$outdir" -- "$me" "${args[@]}"
+fi
+
+# ---- inside with-kvm -------------------------------------------------------
+initrd=$outdir/guest.img
+# Characters the kernel's parser could mangle if brisk passed the command
+# line carelessly: dots, dashes, commas, slashes, percent, tilde, at, plus.
+token="brisk.tok=Zq9-x_7.k,/%~@+Ab"
+# The panic path prints a stack trace over the emulated UART before pvpanic
+# fires; at ~300 us per exit in a nested host that alone takes seconds.
+if [ "${BRISK_WITH_KVM_ROUTE:-}" = nested ]; then panic_limit=15; else panic_limit=1; fi
+mem_floor=87
+
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+check() { # check COND-STATUS DESCRIPTION [DETAIL]; returns COND-STATUS
+	if [ "$1" -eq 0 ]; then ok "$2"; return 0; fi
+	not_ok "$2${3:+: $3}"
+	return 1
+}
+# Seconds between two $EPOCHREALTIME stamps.
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+# boot NAME SMP MEM-MB ACTION EXPECTED-STATUS [VMM-ARGS...]
+boot() {
+	local name=$1 smp=$2 mem_mb=$3 action=$4 want=$5; shift 5
+	local append="console=ttyS0 quiet brisk.test=$action $token"
+	local log=$outdir/$name.log cmd
+	if [ "$vmm" = brisk ]; then
+		cmd=("$brisk" -kernel "$kernel" -initrd "$initrd" -append "$append"
+			-m "${mem_mb}M" -smp "$smp" "$@")
+	else
+		cmd=(qemu-system-x86_64 -accel kvm -cpu host -machine q35
+			-m "$mem_mb" -smp "$smp" -kernel "$kernel" -initrd "$initrd"
+			-append "$append" -display none -monitor none -serial stdio
+			-device pvpanic -action panic=exit-failure -no-reboot)
+		# brisk's -timeout has no QEMU twin: timeout(1) exits 124 too.
+		while [ $# -gt 0 ]; do
+			case $1 in
+			-timeout) cmd=(timeout "$2" "${cmd[@]}"); shift 2 ;;
+			-no-reboot) shift ;;
+			*) cmd+=("$1"); shift ;;
+			esac
+		done
+	fi
+	echo "# $name: ${cmd[*]}"
+	local t0=$EPOCHREALTIME line rc t_end
+	# SIGKILL, not TERM, so a hung VMM (137) is never mistaken for -timeout.
+	timeout -s KILL 120 "${cmd[@]}" </dev/null 2>"$log.err" |
+		while IFS= read -r line; do
+			printf '%s %s\n' "$EPOCHREALTIME" "${line%$'\r'}"
+		done >"$log"
+	rc=${PIPESTATUS[0]}
+	t_end=$EPOCHREALTIME
+	echo "# $name: exit $rc after $(elapsed "$t0" "$t_end")s"
+
+	local dump=0 got
+	check $((rc != want)) "$name: exit status $want" "got $rc" || dump=1
+	if [ "$action" = sleep ]; then
+		# The guest may not even reach init before -timeout in a nested
+		# host; what matters is that brisk neither quit early nor hung.
+		awk -v d="$(elapsed "$t0" "$t_end")" -v l="$timeout_s" 'BEGIN { exit !(d >= l) }'
+		check $? "$name: ran at least ${timeout_s}s" || dump=1
+		[ "$dump" -eq 0 ] || sed 's/^/#   stderr: /' "$log.err" | tail -n 10
+		return
+	fi
+	grep -q ' BRISK-INIT-UP$' "$log"
+	check $? "$name: guest init ran (serial marker)" || dump=1
+	got=$(sed -n 's/^[^ ]* nproc=//p' "$log" | head -n 1)
+	[ "$got" = "$smp" ]
+	check $? "$name: nproc == -smp $smp" "got '${got}'" || dump=1
+	got=$(sed -n 's/^[^ ]* memtotal_kb=//p' "$log" | head -n 1)
+	# The kernel keeps its image, struct pages and firmware ranges out of
+	# MemTotal: about 40 MiB plus 1.6%, so 89% of 512M, 93% of 1G under
+	# QEMU.  Never above -m.
+	local pct=0
+	[ -n "$got" ] && pct=$((got * 100 / (mem_mb * 1024)))
+	[ "$pct" -ge "$mem_floor" ] && [ "$pct" -le 100 ]
+	check $? "$name: MemTotal $pct% of -m ${mem_mb}M (${mem_floor}..100%)" "got ${got:-nothing} kB" || dump=1
+	got=$(sed -n 's/^[^ ]* cmdline=//p' "$log" | head -n 1)
+	case $got in *"$append"*) true ;; *) false ;; esac
+	check $? "$name: /proc/cmdline holds -append intact" "got '$got'" || dump=1
+
+	if [ "$action" = panic ]; then
+		local t_panic
+		t_panic=$(awk '$2 == "BRISK-PANIC-NOW" { print $1; exit }' "$log")
+		if [ -n "$t_panic" ]; then
+			local dt
+			dt=$(elapsed "$t_panic" "$t_end")
+			awk -v d="$dt" -v l="$panic_limit" 'BEGIN { exit !(d <= l) }'
+			check $? "$name: exit ${dt}s after the panic (limit ${panic_limit}s)" || dump=1
+		else
+			not_ok "$name: exit within ${panic_limit}s of the panic: guest never reached the panic"
+			dump=1
+		fi
+	fi
+	if [ "$dump" -ne 0 ]; then
+		sed 's/^[^ ]* /#   /' "$log" | tail -n 30
+		sed 's/^/#   stderr: /' "$log.err" | tail -n 10
+	fi
+}
+
+if [ "$vmm" = brisk ]; then panic_rc=2; else panic_rc=1; fi
+echo "# route: ${BRISK_WITH_KVM_ROUTE:-unknown}, vmm: $vmm, kernel: $kernel"
+dx=(-device isa-debug-exit,iobase=0xf4,iosize=0x04)
+timeout_s=5
+boot poweroff-smp1 1 512 poweroff 0
+boot reboot-smp2 2 1024 reboot 0 -no-reboot
+boot debug-exit-1-smp4 4 1024 debug-exit=1 3 "${dx[@]}"
+boot debug-exit-0x21-smp2 2 512 debug-exit=0x21 67 "${dx[@]}"
+boot panic-smp1 1 512 panic "$panic_rc"
+boot timeout-smp1 1 512 sleep 124 -timeout "$timeout_s"
+echo "1..$n"
+[ "$failed" -eq 0 ] || { echo "# $failed of $n checks failed"; exit 1; }

@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Init of the boot-test guest (run by mkinitrd's /init with busybox sh).
+# Reports what the host side asserts on, then ends the way the kernel
+# command line's brisk.test=ACTION asks.
+echo "BRISK-INIT-UP"
+echo "nproc=$(nproc)"
+echo "memtotal_kb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
+echo "cmdline=$(cat /proc/cmdline)"
+action=
+for w in $(cat /proc/cmdline); do
+	case $w in brisk.test=*) action=${w#brisk.test=} ;; esac
+done
+echo "action=$action"
+case $action in
+poweroff) poweroff -f ;;
+reboot) reboot -f ;;
+debug-exit=*)
+	# isa-debug-exit sits at port 0xf4 (244); /dev/port reaches it.
+	v=${action#debug-exit=}
+	printf "\\$(printf '%03o' "$((v))")" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
+	echo "debug-exit write returned"
+	;;
+panic)
+	echo "BRISK-PANIC-NOW"
+	echo c >/proc/sysrq-trigger
+	;;
+sleep) ;;
+*) echo "unknown action '$action'" ;;
+esac
+# Nothing above should return; idle so a stuck exit shows as a timeout.
+while :; do sleep 1000; done
