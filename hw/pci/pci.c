@@ -175,6 +175,8 @@ static uint32_t pci_config_read(struct pci_device *d, unsigned off, unsigned len
 {
 	uint32_t v = 0;
 
+	if (d->config_access)
+		d->config_access(d, off, len, false);
 	for (unsigned i = 0; i < len; i++)
 		v |= (uint32_t)d->cfg[off + i] << (8 * i);
 	return v;
@@ -199,6 +201,8 @@ static void pci_config_write(struct pci_device *d, unsigned off, uint32_t val,
 		pci_update_mappings(d);
 	if (d->msix && overlaps(off, len, d->msix_cap, d->msix_cap + 12))
 		msix_config_write(d);
+	if (d->config_access)
+		d->config_access(d, off, len, true);
 }
 
 /* The device CONFIG_ADDRESS selects, or NULL; register offset in *reg. */

@@ -26,6 +26,7 @@
 #define CAP_NOTIFY 2
 #define CAP_ISR 3
 #define CAP_DEVICE 4
+#define CAP_PCI_CFG 5
 
 /* BAR 4 layout: one page per structure. */
 #define VP_BAR 4
@@ -69,6 +70,7 @@ struct virtio_pci {
 	uint16_t queue_sel;
 	uint64_t notify_base;		/* guest address of the doorbells, 0 unmapped */
 	uint64_t *ioeventfd_addr;	/* per queue; 0 when not assigned */
+	unsigned pci_cfg_cap;		/* the VIRTIO_PCI_CAP_PCI_CFG window */
 	/* Atomic. */
 	uint8_t isr;
 };
@@ -424,6 +426,36 @@ static const struct virtio_transport_ops vp_transport_ops = {
 	.notify_config = vp_notify_config,
 };
 
+/*
+ * The PCI_CFG capability: a window into BAR 4 through config space, for
+ * drivers that cannot map the BAR.  bar/offset/length are guest-written,
+ * so each access is checked before it reaches the BAR handlers.
+ */
+static void vp_pci_cfg_access(struct pci_device *d, unsigned off, unsigned len,
+			      bool write)
+{
+	struct virtio_pci *vp = d->opaque;
+	unsigned cap = vp->pci_cfg_cap, data = cap + 16;
+	uint8_t *c = d->cfg;
+
+	if (off >= data + 4 || off + len <= data)
+		return;
+	uint32_t bar_off = pci_get_long(&c[cap + 8]);
+	uint32_t n = pci_get_long(&c[cap + 12]);
+
+	if (c[cap + 4] != VP_BAR || (n != 1 && n != 2 && n != 4) ||
+	    bar_off % n || bar_off + (uint64_t)n > d->bar[VP_BAR].size) {
+		if (!write)
+			pci_set_long(&c[data], 0);
+		return;
+	}
+	if (write) {
+		vp_bar_write(vp, bar_off, pci_get_long(&c[data]) & (0xffffffffu >> (32 - 8 * n)), n);
+	} else {
+		pci_set_long(&c[data], vp_bar_read(vp, bar_off, n));
+	}
+}
+
 static int vp_add_cap(struct pci_device *d, uint8_t type, uint32_t off,
 		      uint32_t len, uint8_t extra)
 {
@@ -454,6 +486,17 @@ static int vp_add_caps(struct virtio_pci *vp)
 	if (notify < 0)
 		return -1;
 	pci_set_long(&d->cfg[notify + 16], NOTIFY_MULT);
+
+	int cfg = vp_add_cap(d, CAP_PCI_CFG, 0, 0, 4);
+
+	if (cfg < 0)
+		return -1;
+	/* bar, offset, length and data are the driver's to write. */
+	d->cfg[cfg + 4] = 0;
+	d->wmask[cfg + 4] = 0xff;
+	memset(&d->wmask[cfg + 8], 0xff, 12);
+	vp->pci_cfg_cap = cfg;
+	d->config_access = vp_pci_cfg_access;
 	return 0;
 }
 

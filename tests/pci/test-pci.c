@@ -241,6 +241,7 @@ struct probe {
 	uint64_t common, isr, device, notify;	/* guest addresses */
 	uint32_t device_len, notify_len, notify_mult;
 	unsigned caps_found;
+	unsigned pci_cfg;
 	unsigned msix_cap, msix_n;
 	uint64_t msix_table, msix_pba;
 };
@@ -398,12 +399,18 @@ static void test_caps(void)
 			unsigned bar = cfg_read(p.slot, ptr + 4, 1);
 			uint32_t off = cfg_read(p.slot, ptr + 8, 4);
 			uint32_t len = cfg_read(p.slot, ptr + 12, 4);
-			uint64_t addr = p.bar_addr[bar] + off;
+			uint64_t addr = p.bar_addr[bar % 6] + off;
 
+			p.caps_found |= 1u << type;
+			if (type == 5) {	/* PCI_CFG: a window, not a region */
+				p.pci_cfg = ptr;
+				CHECK_EQ(cfg_read(p.slot, ptr + 2, 1), 20);
+				ptr = cfg_read(p.slot, ptr + 1, 1) & ~3u;
+				continue;
+			}
 			CHECK_EQ(bar, 4);
 			CHECK(off + (uint64_t)len <= p.bar_size[bar]);
 			CHECK(cfg_read(p.slot, ptr + 2, 1) >= 16);
-			p.caps_found |= 1u << type;
 			if (type == 1) {
 				p.common = addr;
 				CHECK(len >= 0x38);
@@ -421,7 +428,7 @@ static void test_caps(void)
 		}
 		ptr = cfg_read(p.slot, ptr + 1, 1) & ~3u;
 	}
-	CHECK_EQ(p.caps_found, 0x1e);	/* common, notify, ISR, device */
+	CHECK_EQ(p.caps_found, 0x3e);	/* common, notify, ISR, device, pci_cfg */
 	CHECK(p.msix_cap != 0);
 	CHECK_EQ(p.msix_n, 3);		/* two queues + config */
 	CHECK_EQ(p.notify_mult, 4);
@@ -857,6 +864,40 @@ static void test_virtio_error(void)
 	(void)mmio_read(p.isr, 1);
 }
 
+/* The config-space window into BAR 4 (VIRTIO_PCI_CAP_PCI_CFG). */
+static void pci_cfg_window(unsigned bar, uint32_t off, uint32_t len)
+{
+	cfg_write(p.slot, p.pci_cfg + 4, bar, 1);
+	cfg_write(p.slot, p.pci_cfg + 8, off, 4);
+	cfg_write(p.slot, p.pci_cfg + 12, len, 4);
+}
+
+static void test_pci_cfg(void)
+{
+	unsigned data = p.pci_cfg + 16;
+
+	pci_cfg_window(4, 0x12, 2);	/* num_queues */
+	CHECK_EQ(cfg_read(p.slot, data, 2), 2);
+	pci_cfg_window(4, 0x16, 2);	/* queue_select */
+	cfg_write(p.slot, data, 1, 4);
+	CHECK_EQ(cc_read(Q_SELECT, 2), 1);
+	pci_cfg_window(4, 0x2000, 4);	/* device config */
+	CHECK_EQ(cfg_read(p.slot, data, 4), 0x04030201);
+	/* Bad bar, length, alignment or range: reads 0, writes go nowhere. */
+	pci_cfg_window(1, 0x12, 2);
+	CHECK_EQ(cfg_read(p.slot, data, 4), 0);
+	pci_cfg_window(4, 0x12, 3);
+	CHECK_EQ(cfg_read(p.slot, data, 4), 0);
+	pci_cfg_window(4, 0x13, 2);
+	CHECK_EQ(cfg_read(p.slot, data, 4), 0);
+	pci_cfg_window(4, 0x3ffe, 4);
+	CHECK_EQ(cfg_read(p.slot, data, 4), 0);
+	pci_cfg_window(4, 0xfffffffc, 4);
+	cfg_write(p.slot, data, 0, 4);
+	CHECK_EQ(cc_read(Q_SELECT, 2), 1);
+	cc_write(Q_SELECT, 0, 2);
+}
+
 /* Hostile guest: garbage everywhere must neither crash nor escape. */
 static void test_garbage(void)
 {
@@ -926,6 +967,7 @@ int main(void)
 	test_caps();
 	test_msix_setup();
 	test_features();
+	test_pci_cfg();
 	test_packed_queue_and_kick();
 	test_msix_delivery();
 	test_reset();

@@ -88,6 +88,13 @@ struct pci_device {
 	 * mapped_addr are current).  Called with the PCI bus lock held.
 	 */
 	void (*mapping_changed)(struct pci_device *d);
+	/*
+	 * Optional: for registers backed by device state.  Called before a
+	 * guest config read (write false) may read cfg[off, off + len), and
+	 * after a guest config write has updated it.  PCI bus lock held.
+	 */
+	void (*config_access)(struct pci_device *d, unsigned off, unsigned len,
+			      bool write);
 	void *opaque;		/* the device's own state */
 };
 
