@@ -114,13 +114,13 @@ static const struct bus_ops pm_ops = {
 	.write = pm_write,
 };
 
-int acpi_pm_init(struct machine *m)
+struct acpi_pm *acpi_pm_new(struct machine *m)
 {
 	struct acpi_pm *pm = calloc(1, sizeof(*pm));
 
 	if (!pm) {
 		error_report("acpi: out of memory");
-		return -1;
+		return NULL;
 	}
 	pm->m = m;
 	pthread_mutex_init(&pm->lock, NULL);
@@ -129,7 +129,21 @@ int acpi_pm_init(struct machine *m)
 			     ACPI_PM_BASE + ACPI_PM_LEN - 1);
 		pthread_mutex_destroy(&pm->lock);
 		free(pm);
-		return -1;
+		return NULL;
 	}
-	return 0;
+	return pm;
+}
+
+void acpi_pm_free(struct acpi_pm *pm)
+{
+	if (!pm)
+		return;
+	bus_unregister(&pm->m->pio, ACPI_PM_BASE, pm);
+	pthread_mutex_destroy(&pm->lock);
+	free(pm);
+}
+
+int acpi_pm_init(struct machine *m)
+{
+	return acpi_pm_new(m) ? 0 : -1;
 }

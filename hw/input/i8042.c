@@ -287,13 +287,13 @@ static const struct bus_ops i8042_cmd_ops = {
 	.write = i8042_cmd_write,
 };
 
-int i8042_init(struct machine *m)
+struct i8042 *i8042_new(struct machine *m)
 {
 	struct i8042 *k = calloc(1, sizeof(*k));
 
 	if (!k) {
 		error_report("i8042: out of memory");
-		return -1;
+		return NULL;
 	}
 	k->m = m;
 	k->ctr = CTR_KBDINT | CTR_SYS | CTR_XLATE | CTR_AUXDIS;
@@ -307,7 +307,22 @@ int i8042_init(struct machine *m)
 		bus_unregister(&m->pio, I8042_DATA_PORT, k);
 		pthread_mutex_destroy(&k->lock);
 		free(k);
-		return -1;
+		return NULL;
 	}
-	return 0;
+	return k;
+}
+
+void i8042_free(struct i8042 *k)
+{
+	if (!k)
+		return;
+	bus_unregister(&k->m->pio, I8042_DATA_PORT, k);
+	bus_unregister(&k->m->pio, I8042_CMD_PORT, k);
+	pthread_mutex_destroy(&k->lock);
+	free(k);
+}
+
+int i8042_init(struct machine *m)
+{
+	return i8042_new(m) ? 0 : -1;
 }

@@ -392,7 +392,9 @@ static void test_i8042(void)
 	bool ok;
 
 	board_init(&b, 1);
-	CHECK(i8042_init(&b.m) == 0);
+	struct i8042 *k = i8042_new(&b.m);
+
+	CHECK(k != NULL);
 	CHECK(i8042_init(&b.m) == -1);
 	CHECK((inb(&b, 0x64) & 0x01) == 0);	/* nothing to read */
 
@@ -437,6 +439,8 @@ static void test_i8042(void)
 	CHECK(take_status(&b) == NO_SHUTDOWN);
 	outb(&b, 0x64, 0xfe);			/* pulse reset */
 	CHECK(take_status(&b) == BRISK_EXIT_OK);
+	i8042_free(k);
+	CHECK(inb(&b, 0x64) == 0xff);		/* gone from the bus */
 	board_destroy(&b);
 }
 
@@ -447,7 +451,9 @@ static void test_acpi_pm(void)
 	struct test_board b;
 
 	board_init(&b, 1);
-	CHECK(acpi_pm_init(&b.m) == 0);
+	struct acpi_pm *pm = acpi_pm_new(&b.m);
+
+	CHECK(pm != NULL);
 	CHECK(acpi_pm_init(&b.m) == -1);
 	CHECK(in(&b, ACPI_PM1_CNT_BLK, 2) & 0x0001);	/* SCI_EN */
 	out(&b, ACPI_PM1_EVT_BLK + 2, 0x0100, 2);	/* PWRBTN_EN */
@@ -471,6 +477,7 @@ static void test_acpi_pm(void)
 	CHECK(take_status(&b) == NO_SHUTDOWN);
 	outb(&b, ACPI_RESET_REG, ACPI_RESET_VALUE);
 	CHECK(take_status(&b) == BRISK_EXIT_OK);
+	acpi_pm_free(pm);
 	board_destroy(&b);
 }
 

@@ -24,6 +24,11 @@ struct machine;
 /* SLP_EN with SLP_TYP S5 and a write of ACPI_RESET_VALUE end brisk with 0. */
 int acpi_pm_init(struct machine *m);
 
+/* The same with a handle, for whoever must tear it down again. */
+struct acpi_pm;
+struct acpi_pm *acpi_pm_new(struct machine *m);
+void acpi_pm_free(struct acpi_pm *pm);
+
 /*
  * Writes RSDP, XSDT, FADT, MADT and DSDT into guest RAM [base, base + size)
  * for m->ncpus CPUs.  Returns the RSDP's guest-physical address, or 0 (with

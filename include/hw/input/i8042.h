@@ -14,4 +14,9 @@ struct machine;
  */
 int i8042_init(struct machine *m);
 
+/* The same with a handle, for whoever must tear it down again. */
+struct i8042;
+struct i8042 *i8042_new(struct machine *m);
+void i8042_free(struct i8042 *k);
+
 #endif
