@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -447,28 +448,61 @@ static bool t_direct(struct env *e, enum blk_aio aio)
 	return true;
 }
 
-/* Teardown with requests in flight and the I/O thread running. */
+/*
+ * Teardown with requests in flight and the I/O thread running: a "kick"
+ * handler on the I/O thread submits, as a device's virtqueue handler
+ * would, and the main thread frees the queue while the I/O is under way.
+ */
+enum { FREE_N = 300, FREE_SZ = 2048 };
+
+struct kick {
+	struct env *e;
+	struct treq *t;
+	int efd;
+	bool ran;
+};
+
+static void kick_handler(void *opaque)
+{
+	struct kick *k = opaque;
+	eventfd_t v;
+
+	(void)eventfd_read(k->efd, &v);
+	for (int i = 0; i < FREE_N; i++) {
+		blk_queue_add(k->e->q, &k->t[i].r);
+		if (i % 50 == 49)
+			blk_queue_submit(k->e->q);
+	}
+	blk_queue_submit(k->e->q);
+	__atomic_store_n(&k->ran, true, __ATOMIC_RELEASE);
+}
+
 static bool t_free_inflight(struct env *e)
 {
-	enum { N = 300, SZ = 2048 };
-	static struct treq t[N];
-	static unsigned char bufs[N][SZ];
+	static struct treq t[FREE_N];
+	static unsigned char bufs[FREE_N][FREE_SZ];
+	struct kick k = { .e = e, .t = t };
 
-	CHECK(iothread_start(e->t) == 0);
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < FREE_N; i++) {
 		treq_init(e, &t[i], i % 2 ? BLK_OP_WRITE : BLK_OP_READ,
-			  (uint64_t)i * SZ);
-		t[i].iov[0] = (struct iovec){ bufs[i], SZ };
+			  (uint64_t)i * FREE_SZ);
+		t[i].iov[0] = (struct iovec){ bufs[i], FREE_SZ };
 		t[i].r.iovcnt = 1;
-		blk_queue_add(e->q, &t[i].r);
-		if (i % 50 == 49)
-			blk_queue_submit(e->q);
 	}
+	k.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	CHECK(k.efd >= 0);
+	CHECK(iothread_add_fd(e->t, k.efd, kick_handler, &k) == 0);
+	CHECK(iothread_start(e->t) == 0);
+	CHECK(eventfd_write(k.efd, 1) == 0);
+	while (!__atomic_load_n(&k.ran, __ATOMIC_ACQUIRE))
+		usleep(10);
+	iothread_del_fd(e->t, k.efd);
+	close(k.efd);
 	blk_queue_free(e->q);
 	e->q = NULL;
-	CHECK(__atomic_load_n(&e->count, __ATOMIC_RELAXED) == N);
-	for (int i = 0; i < N; i++)
-		CHECK(t[i].done && t[i].res == SZ);
+	CHECK(__atomic_load_n(&e->count, __ATOMIC_RELAXED) == FREE_N);
+	for (int i = 0; i < FREE_N; i++)
+		CHECK(t[i].done && t[i].res == FREE_SZ);
 	return true;
 }
 
@@ -565,9 +599,11 @@ static bool fallback_child(void)
 
 static bool t_fallback(void)
 {
-	pid_t pid = fork();
+	pid_t pid;
 	int st;
 
+	fflush(NULL);	/* or the child prints our buffered lines again */
+	pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0)
 		_exit(fallback_child() ? 0 : 1);
