@@ -30,7 +30,12 @@ struct blk_file {
 	uint64_t size;		/* bytes */
 	bool readonly;
 	bool direct;		/* opened O_DIRECT */
-	unsigned int align;	/* buffer/offset alignment O_DIRECT needs */
+	/*
+	 * Buffer/offset alignment O_DIRECT needs (512 or the device's
+	 * logical block size; 1 without O_DIRECT).  There is no bounce
+	 * buffer: a misaligned request on an O_DIRECT file fails -EINVAL.
+	 */
+	unsigned int align;
 	char *path;
 	bool error_reported;	/* error_report_once() flag */
 	bool fallback_reported;	/* "io_uring unavailable" said once */
@@ -70,6 +75,14 @@ struct blk_req {
 	struct blk_req *next;
 };
 
+/*
+ * Adds the queue's completion eventfd to t.  blk_queue_add() and
+ * blk_queue_submit() belong to t: call them from its handlers (or from one
+ * thread while t is not running).  The queue takes no locks on that path.
+ * With BLK_AIO_IO_URING, a kernel that refuses io_uring (sysctl, seccomp)
+ * gets aio=threads instead, said once on stderr.  NULL after one
+ * error_report() line on failure.
+ */
 struct blk_queue *blk_queue_new(struct blk_file *f, struct iothread *t,
 				enum blk_aio aio);
 void blk_queue_add(struct blk_queue *q, struct blk_req *req);

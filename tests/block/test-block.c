@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
@@ -27,7 +29,7 @@
 
 #define FILE_SIZE (1024 * 1024)
 
-static char dir[4096];
+static char dir[4000];
 static int passed, failed, skipped;
 
 #define CHECK(cond)							\
@@ -612,6 +614,68 @@ static bool t_fallback(void)
 	return true;
 }
 
+/*
+ * A full filesystem: in a child with its own mount namespace, a 64 KiB
+ * tmpfs.  Writing past its room must fail -ENOSPC, for both backends,
+ * while a write that fits still succeeds.  Returns 0 ok, 1 fail, 2 skip.
+ */
+static int enospc_child(void)
+{
+	static unsigned char buf[256 * 1024];
+	char mnt[4100];
+	struct env e = { 0 };
+	int64_t res;
+
+	snprintf(mnt, sizeof(mnt), "%s/full", dir);
+	if (mkdir(mnt, 0700) < 0)
+		return 1;
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", mnt, "tmpfs", 0, "size=64k") < 0) {
+		printf("  skip: cannot mount a small tmpfs: %s\n",
+		       strerror(errno));
+		rmdir(mnt);
+		return 2;
+	}
+	for (int aio = BLK_AIO_IO_URING; aio <= BLK_AIO_THREADS; aio++) {
+		snprintf(e.path, sizeof(e.path), "%s/disk.raw", mnt);
+		int fd = open(e.path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+		if (fd < 0 || ftruncate(fd, FILE_SIZE) < 0)
+			return 1;
+		close(fd);
+		if (!env_open(&e, (enum blk_aio)aio, false,
+			      BLK_CACHE_WRITEBACK))
+			return 1;
+		if (!io1(&e, BLK_OP_WRITE, 0, buf, 4096, &res) || res != 4096)
+			return 1;
+		if (!io1(&e, BLK_OP_WRITE, 8192, buf, sizeof(buf), &res) ||
+		    res != -ENOSPC)
+			return 1;
+		env_close(&e);
+	}
+	umount(mnt);
+	rmdir(mnt);
+	return 0;
+}
+
+static bool t_enospc(void)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+		_exit(enospc_child());
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	if (WEXITSTATUS(st) == 2)
+		skipped++;
+	CHECK(WEXITSTATUS(st) != 1);
+	return true;
+}
+
 static void report(const char *name, bool ok)
 {
 	printf("%s %s\n", ok ? "ok  " : "FAIL", name);
@@ -685,6 +749,7 @@ int main(void)
 	report("open-rejects", t_open_rejects());
 	report("iov-advance", t_iov_advance());
 	report("fallback-to-threads", t_fallback());
+	report("enospc", t_enospc());
 	rmdir(dir);
 	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
 	return failed ? 1 : 0;
