@@ -305,7 +305,8 @@ static void madt_fill(struct acpi_madt *madt, unsigned ncpus)
 
 static uint64_t acpi_lay_out(struct acpi_buf *b, unsigned ncpus)
 {
-	uint64_t rsdp_gpa, xsdt_gpa, fadt_gpa, facs_gpa, madt_gpa, dsdt_gpa;
+	uint64_t rsdp_gpa = 0, xsdt_gpa = 0, fadt_gpa = 0, facs_gpa = 0;
+	uint64_t madt_gpa = 0, dsdt_gpa = 0;
 	uint32_t xsdt_len = sizeof(struct acpi_header) + 2 * sizeof(uint64_t);
 	struct acpi_rsdp *rsdp = acpi_alloc(b, sizeof(*rsdp), 16, &rsdp_gpa);
 	struct acpi_header *xsdt = acpi_alloc(b, xsdt_len, 8, &xsdt_gpa);

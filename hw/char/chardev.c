@@ -155,7 +155,11 @@ struct chardev *chardev_open(struct machine *m, const char *spec)
 		return chardev_open_stdio(m);
 	if (!strcmp(spec, "none"))
 		return chardev_alloc(m, -1, -1);
-	if (!strncmp(spec, "file:", 5) && spec[5]) {
+	if (!strcmp(spec, "file:")) {
+		error_report("serial: file: needs a path");
+		return NULL;
+	}
+	if (!strncmp(spec, "file:", 5)) {
 		int fd = open(spec + 5, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
 		if (fd < 0) {
