@@ -1,0 +1,75 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Installs what brisk needs, builds it with warnings as errors, and runs
+# every test: the fast unit and command-line suites, the KVM suite (guests
+# booted under real KVM: natively where /dev/kvm works, else inside the
+# nested host of tests/kvm/with-kvm), then the unit suites again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers briefly.
+#
+#   scripts/test.sh            everything
+#   scripts/test.sh --quick    no sanitizer build, no fuzzing
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+scripts/setup-debian.sh
+
+fail=0
+total_pass=0
+total_fail=0
+
+# meson test's own summary is "Ok: N ... Fail: N"; add them up.
+count() {
+	local log=$1 ok bad
+	ok=$(sed -n 's/^Ok: *\([0-9]*\)/\1/p' "$log" | tail -1)
+	bad=$(sed -n 's/^Fail: *\([0-9]*\)/\1/p' "$log" | tail -1)
+	bad2=$(sed -n 's/^Timeout: *\([0-9]*\)/\1/p' "$log" | tail -1)
+	total_pass=$((total_pass + ${ok:-0}))
+	total_fail=$((total_fail + ${bad:-0} + ${bad2:-0}))
+}
+
+run_suite() {
+	local dir=$1; shift
+	local log
+	log=$(mktemp)
+	if ! meson test -C "$dir" --print-errorlogs "$@" 2>&1 | tee "$log"; then
+		fail=1
+	fi
+	count "$log"
+	rm -f "$log"
+}
+
+setup() {
+	local dir=$1; shift
+	if [ -f "$dir/build.ninja" ]; then
+		meson setup --reconfigure "$dir" "$@" >/dev/null
+	else
+		meson setup "$dir" "$@" >/dev/null
+	fi
+	meson compile -C "$dir"
+}
+
+echo "== build (hardened default: -ftrivial-auto-var-init=zero, -Werror)"
+setup build
+run_suite build --suite unit --suite cli
+echo "== KVM suite"
+run_suite build --suite kvm
+
+if [ $quick = 0 ]; then
+	echo "== ASan + UBSan"
+	setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
+		--buildtype=debug
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	ASAN_OPTIONS=detect_leaks=1 \
+		run_suite build-asan --suite unit --suite cli
+	if [ -x tests/fuzz/run-fuzzers.sh ]; then
+		echo "== fuzzers (brief)"
+		tests/fuzz/run-fuzzers.sh --seconds "${BRISK_FUZZ_SECONDS:-60}" || fail=1
+	fi
+fi
+
+echo "$total_pass passed, $total_fail failed"
+exit $fail
