@@ -903,12 +903,12 @@ static void test_pci_cfg(void)
  * the vector and flip memory decoding: no deadlock, and nothing is lost
  * once everything is unmasked again.
  */
-static volatile bool stress_stop;
+static bool stress_stop;
 
 static void *stress_notifier(void *arg)
 {
 	(void)arg;
-	while (!stress_stop)
+	while (!__atomic_load_n(&stress_stop, __ATOMIC_RELAXED))
 		notify_queue0();
 	return NULL;
 }
@@ -935,7 +935,7 @@ static void test_threads(void)
 	queue_setup(0, 16, DESC_GPA, DRIVER_GPA, DEVICE_GPA, 1);
 	cc_write(Q_ENABLE, 1, 2);
 	cc_write(STATUS, 0xf, 1);
-	stress_stop = false;
+	__atomic_store_n(&stress_stop, false, __ATOMIC_RELAXED);
 	pthread_create(&n, NULL, stress_notifier, NULL);
 	pthread_create(&d, NULL, stress_decoder, &cmd);
 	for (unsigned i = 0; i < 2000; i++) {
@@ -945,7 +945,7 @@ static void test_threads(void)
 		(void)mmio_read(p.common + NUM_QUEUES, 2);
 	}
 	pthread_join(d, NULL);
-	stress_stop = true;
+	__atomic_store_n(&stress_stop, true, __ATOMIC_RELAXED);
 	pthread_join(n, NULL);
 	/* An unmask that hit a decoding-off window was dropped: redo it. */
 	msix_mask(1, false);
