@@ -452,7 +452,8 @@ static bool vblk_kick_round(struct vblk_queue *q)
 		if (ret == 0)
 			break;
 		if (ret < 0) {
-			virtio_error(vdev, "virtio-blk: queue %u: malformed ring", q->idx);
+			virtio_error(vdev, "virtio-blk: queue %u: %s", q->idx,
+				     vq->error ? vq->error : "malformed ring");
 			break;
 		}
 		struct vblk_req *r = (struct vblk_req *)e;

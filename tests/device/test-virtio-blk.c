@@ -1,0 +1,1035 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * virtio-blk through the whole stack.  The test plays the guest: it builds
+ * a machine with malloc'd RAM between canaries, creates the device from
+ * command-line strings, and drives it only through bus_read/bus_write
+ * (0xcf8/0xcfc config cycles and BAR MMIO), as a vCPU would.  The device's
+ * I/O threads run for real; every wait is bounded.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hw/block/virtio-blk.h"
+#include "hw/bus.h"
+#include "hw/machine.h"
+#include "hw/pci/pci.h"
+#include "util/guest-mem.h"
+#include "virtio/virtio.h"
+#include "virtio/virtio_ring.h"
+
+static int passed, failed;
+
+#define CHECK(cond) do {						\
+	if (cond) {							\
+		passed++;						\
+	} else {							\
+		failed++;						\
+		fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
+	}								\
+} while (0)
+
+#define RAM_SIZE (16u << 20)
+#define CANARY_LEN 4096
+#define CANARY 0xa5
+#define MMIO_BASE 0xc0000000ull
+#define MMIO_SIZE 0x10000000ull
+#define DISK_SIZE (1u << 20)
+#define WAIT_MS 5000
+
+/* virtio-blk wire format */
+#define T_IN 0
+#define T_OUT 1
+#define T_FLUSH 4
+#define T_GET_ID 8
+#define T_DISCARD 11
+#define T_WRITE_ZEROES 13
+#define S_OK 0
+#define S_IOERR 1
+#define S_UNSUPP 2
+#define F_RO 5
+#define F_MQ 12
+
+/* ---- the fake interrupt controller: MSI routes are eventfds ---- */
+
+#define MAX_ROUTES 64
+struct route { bool used; int efd; uint32_t data; };
+
+struct tmachine {
+	struct machine m;
+	uint8_t *alloc, *ram;
+	struct route routes[MAX_ROUTES];
+	struct blk_cmdline *c;
+	char path[64];
+	int fd;
+};
+
+static void fake_set_irq(void *o, unsigned gsi, int level)
+{
+	(void)o; (void)gsi; (void)level;
+}
+
+static int fake_route_add(void *o, int efd, uint64_t addr, uint32_t data)
+{
+	struct tmachine *t = o;
+
+	(void)addr;
+	for (int i = 0; i < MAX_ROUTES; i++) {
+		if (!t->routes[i].used) {
+			t->routes[i] = (struct route){ true, efd, data };
+			return i;
+		}
+	}
+	return -1;
+}
+
+static int fake_route_set(void *o, int r, uint64_t addr, uint32_t data)
+{
+	struct tmachine *t = o;
+
+	(void)addr;
+	t->routes[r].data = data;
+	return 0;
+}
+
+static void fake_route_del(void *o, int r)
+{
+	struct tmachine *t = o;
+
+	t->routes[r].used = false;
+}
+
+static const struct irq_ops fake_irq_ops = {
+	.set_irq = fake_set_irq,
+	.msi_route_add = fake_route_add,
+	.msi_route_set = fake_route_set,
+	.msi_route_del = fake_route_del,
+	/* no ioeventfd: kicks come through the bus */
+};
+
+static void fake_shutdown(struct machine *m, int status, const char *why)
+{
+	(void)m;
+	fprintf(stderr, "shutdown %d: %s\n", status, why ? why : "");
+}
+
+static int make_disk(struct tmachine *t)
+{
+	uint8_t *buf = malloc(DISK_SIZE);
+
+	strcpy(t->path, "/tmp/brisk-vblk-XXXXXX");
+	t->fd = mkstemp(t->path);
+	if (t->fd < 0 || !buf)
+		return -1;
+	for (unsigned i = 0; i < DISK_SIZE; i++)
+		buf[i] = (uint8_t)(i / 512 + i * 7);
+	if (pwrite(t->fd, buf, DISK_SIZE, 0) != DISK_SIZE)
+		return -1;
+	free(buf);
+	return 0;
+}
+
+static uint8_t disk_byte(unsigned off)
+{
+	return (uint8_t)(off / 512 + off * 7);
+}
+
+/* Builds the machine and the devices; args are -drive/-device strings. */
+static struct tmachine *machine_new(const char *drive, const char *device, unsigned ncpus)
+{
+	struct tmachine *t = calloc(1, sizeof(*t));
+	char arg[256];
+
+	t->alloc = malloc(RAM_SIZE + 2 * CANARY_LEN);
+	memset(t->alloc, CANARY, CANARY_LEN);
+	memset(t->alloc + CANARY_LEN + RAM_SIZE, CANARY, CANARY_LEN);
+	t->ram = t->alloc + CANARY_LEN;
+	memset(t->ram, 0, RAM_SIZE);
+	guest_mem_add(&t->m.mem, 0, RAM_SIZE, t->ram);
+	bus_init(&t->m.pio, "pio");
+	bus_init(&t->m.mmio, "mmio");
+	t->m.irq = (struct irq_chip){ &fake_irq_ops, t };
+	t->m.ncpus = ncpus;
+	t->m.shutdown = fake_shutdown;
+	t->m.pci = pci_bus_new(&t->m.pio, &t->m.mmio, &t->m.irq, MMIO_BASE, MMIO_SIZE);
+	if (make_disk(t) < 0) {
+		perror("temp disk");
+		exit(1);
+	}
+	t->c = blk_cmdline_new();
+	snprintf(arg, sizeof(arg), drive, t->path);
+	if (blk_cmdline_drive(t->c, arg) < 0 ||
+	    (device && blk_cmdline_device(t->c, device) < 0) ||
+	    blk_cmdline_finish(t->c) < 0 || blk_devices_create(t->c, &t->m) < 0) {
+		fprintf(stderr, "cannot create device from %s %s\n", arg, device ? device : "");
+		exit(1);
+	}
+	return t;
+}
+
+static bool canaries_intact(struct tmachine *t)
+{
+	for (unsigned i = 0; i < CANARY_LEN; i++)
+		if (t->alloc[i] != CANARY || t->alloc[CANARY_LEN + RAM_SIZE + i] != CANARY)
+			return false;
+	return true;
+}
+
+static void machine_free(struct tmachine *t)
+{
+	CHECK(canaries_intact(t));
+	blk_devices_destroy(t->c);
+	blk_cmdline_free(t->c);
+	pci_bus_free(t->m.pci);
+	bus_destroy(&t->m.pio);
+	bus_destroy(&t->m.mmio);
+	close(t->fd);
+	unlink(t->path);
+	free(t->alloc);
+	free(t);
+}
+
+/* ---- PCI and virtio-pci, the guest's way ---- */
+
+struct vdev {
+	struct tmachine *t;
+	unsigned devfn;
+	unsigned nth;		/* PCI slot; MSI data = nth * 64 + vector */
+	uint64_t common, isr, device, notify;	/* guest addresses */
+	uint32_t notify_mult;
+	uint64_t msix_table;
+	uint64_t features;
+};
+
+static uint32_t cfg_read(struct tmachine *t, unsigned devfn, unsigned reg, unsigned size)
+{
+	uint64_t v;
+
+	bus_write(&t->m.pio, 0xcf8, 0x80000000u | devfn << 8 | (reg & 0xfc), 4);
+	bus_read(&t->m.pio, 0xcfc + (reg & 3), &v, size);
+	return (uint32_t)v;
+}
+
+static void cfg_write(struct tmachine *t, unsigned devfn, unsigned reg, uint32_t val,
+		      unsigned size)
+{
+	bus_write(&t->m.pio, 0xcf8, 0x80000000u | devfn << 8 | (reg & 0xfc), 4);
+	bus_write(&t->m.pio, 0xcfc + (reg & 3), val, size);
+}
+
+static uint64_t mmio_read(struct tmachine *t, uint64_t a, unsigned size)
+{
+	uint64_t v;
+
+	bus_read(&t->m.mmio, a, &v, size);
+	return v;
+}
+
+static void mmio_write(struct tmachine *t, uint64_t a, uint64_t v, unsigned size)
+{
+	bus_write(&t->m.mmio, a, v, size);
+}
+
+static uint64_t bar_addr(struct tmachine *t, unsigned devfn, unsigned bar)
+{
+	uint32_t lo = cfg_read(t, devfn, 0x10 + 4 * bar, 4);
+	uint64_t a = lo & ~0xfull;
+
+	if ((lo & 6) == 4)
+		a |= (uint64_t)cfg_read(t, devfn, 0x14 + 4 * bar, 4) << 32;
+	return a;
+}
+
+/* The nth virtio-blk function on bus 0. */
+static bool vdev_find(struct tmachine *t, unsigned nth, struct vdev *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->t = t;
+	for (unsigned dev = 0; dev < 32; dev++) {
+		unsigned devfn = dev << 3;
+
+		if (cfg_read(t, devfn, 0, 4) != (0x1042u << 16 | 0x1af4))
+			continue;
+		if (nth--)
+			continue;
+		d->devfn = devfn;
+		d->nth = dev;
+		cfg_write(t, devfn, 4, 0x6, 2);	/* memory space + bus master */
+		for (unsigned cap = cfg_read(t, devfn, 0x34, 1) & 0xfc; cap;
+		     cap = cfg_read(t, devfn, cap + 1, 1) & 0xfc) {
+			unsigned id = cfg_read(t, devfn, cap, 1);
+
+			if (id == 0x11) {
+				uint32_t tbl = cfg_read(t, devfn, cap + 4, 4);
+
+				d->msix_table = bar_addr(t, devfn, tbl & 7) + (tbl & ~7u);
+				cfg_write(t, devfn, cap + 2, 0x8000, 2);
+			} else if (id == 0x09) {
+				unsigned type = cfg_read(t, devfn, cap + 3, 1);
+				uint64_t a = bar_addr(t, devfn, cfg_read(t, devfn, cap + 4, 1)) +
+					     cfg_read(t, devfn, cap + 8, 4);
+
+				if (type == 1)
+					d->common = a;
+				else if (type == 2) {
+					d->notify = a;
+					d->notify_mult = cfg_read(t, devfn, cap + 16, 4);
+				} else if (type == 3)
+					d->isr = a;
+				else if (type == 4)
+					d->device = a;
+			}
+		}
+		return d->common && d->notify && d->device && d->msix_table;
+	}
+	return false;
+}
+
+static void msix_setup(struct vdev *d, unsigned nvec)
+{
+	for (unsigned v = 0; v < nvec; v++) {
+		uint64_t e = d->msix_table + 16 * v;
+
+		mmio_write(d->t, e, 0xfee00000, 4);
+		mmio_write(d->t, e + 4, 0, 4);
+		mmio_write(d->t, e + 8, d->nth * 64 + v, 4);
+		mmio_write(d->t, e + 12, 0, 4);
+	}
+}
+
+static int vector_efd(struct tmachine *t, unsigned v)
+{
+	for (int i = 0; i < MAX_ROUTES; i++)
+		if (t->routes[i].used && t->routes[i].data == v)
+			return t->routes[i].efd;
+	return -1;
+}
+
+/* Interrupts delivered on vector v so far (consumes them). */
+static uint64_t irq_take(struct vdev *d, unsigned v, int timeout_ms)
+{
+	int efd = vector_efd(d->t, d->nth * 64 + v);
+	struct pollfd p = { .fd = efd, .events = POLLIN };
+	uint64_t n = 0;
+
+	if (efd < 0 || poll(&p, 1, timeout_ms) <= 0)
+		return 0;
+	if (read(efd, &n, 8) != 8)
+		return 0;
+	return n;
+}
+
+static uint8_t vstatus(struct vdev *d)
+{
+	return (uint8_t)mmio_read(d->t, d->common + 0x14, 1);
+}
+
+static uint64_t dev_features(struct vdev *d)
+{
+	mmio_write(d->t, d->common + 0x00, 0, 4);
+	uint64_t lo = mmio_read(d->t, d->common + 0x04, 4);
+
+	mmio_write(d->t, d->common + 0x00, 1, 4);
+	return lo | mmio_read(d->t, d->common + 0x04, 4) << 32;
+}
+
+/* ---- guest rings ---- */
+
+struct gq {
+	struct vdev *d;
+	unsigned idx, num;
+	bool packed, event_idx;
+	uint64_t desc, avail, used;	/* gpa */
+	uint64_t notify_addr;
+	/* split */
+	uint16_t avail_idx, last_used, free_head;
+	uint16_t next[1024];
+	/* packed */
+	uint16_t next_avail, last_used_slot;
+	bool avail_wrap, used_wrap;
+	uint16_t chain_len[1024];	/* by id / head */
+	unsigned nfree;			/* free descriptor slots */
+	unsigned nids;
+	uint16_t ids[1024];		/* free buffer ids (packed) */
+};
+
+static void *gpa(struct tmachine *t, uint64_t a)
+{
+	return t->ram + a;
+}
+
+/* Below HDR_AREA for up to six devices of two queues. */
+#define QUEUE_AREA(dev, q) (0x100000ull + (uint64_t)(dev) * 0x80000 + (uint64_t)(q) * 0x40000)
+
+static void gq_init(struct vdev *d, struct gq *q, unsigned idx, unsigned num,
+		    bool packed, bool event_idx)
+{
+	memset(q, 0, sizeof(*q));
+	q->d = d;
+	q->idx = idx;
+	q->num = num;
+	q->packed = packed;
+	q->event_idx = event_idx;
+	q->desc = QUEUE_AREA(d->nth, idx);
+	q->avail = q->desc + 16 * num;
+	q->used = (q->avail + 6 + 2 * num + 4095) & ~4095ull;
+	memset(gpa(d->t, q->desc), 0, 0x40000);
+	for (unsigned i = 0; i < num; i++) {
+		q->next[i] = (uint16_t)(i + 1);
+		q->ids[i] = (uint16_t)(num - 1 - i);
+	}
+	q->nfree = q->nids = num;
+	q->avail_wrap = q->used_wrap = true;
+
+	uint64_t c = d->common;
+
+	mmio_write(d->t, c + 0x16, idx, 2);
+	mmio_write(d->t, c + 0x18, num, 2);
+	mmio_write(d->t, c + 0x1a, idx + 1, 2);
+	mmio_write(d->t, c + 0x20, (uint32_t)q->desc, 4);
+	mmio_write(d->t, c + 0x24, q->desc >> 32, 4);
+	mmio_write(d->t, c + 0x28, (uint32_t)q->avail, 4);
+	mmio_write(d->t, c + 0x2c, q->avail >> 32, 4);
+	mmio_write(d->t, c + 0x30, (uint32_t)q->used, 4);
+	mmio_write(d->t, c + 0x34, q->used >> 32, 4);
+	q->notify_addr = d->notify + mmio_read(d->t, c + 0x1e, 2) * d->notify_mult;
+	mmio_write(d->t, c + 0x1c, 1, 2);
+}
+
+/* Driver init up to DRIVER_OK; returns the negotiated features. */
+static uint64_t vdev_init(struct vdev *d, struct gq *qs, unsigned nq, unsigned num,
+			  uint64_t want)
+{
+	uint64_t c = d->common, f;
+
+	mmio_write(d->t, c + 0x14, 0, 1);
+	mmio_write(d->t, c + 0x14, 1 | 2, 1);
+	f = dev_features(d) & want;
+	mmio_write(d->t, c + 0x08, 0, 4);
+	mmio_write(d->t, c + 0x0c, (uint32_t)f, 4);
+	mmio_write(d->t, c + 0x08, 1, 4);
+	mmio_write(d->t, c + 0x0c, f >> 32, 4);
+	mmio_write(d->t, c + 0x14, 1 | 2 | 8, 1);
+	CHECK(vstatus(d) & 8);
+	mmio_write(d->t, c + 0x10, 0, 2);	/* config vector */
+	msix_setup(d, nq + 1);
+	for (unsigned i = 0; i < nq; i++)
+		gq_init(d, &qs[i], i, num, f >> VIRTIO_F_RING_PACKED & 1,
+			f >> VIRTIO_F_RING_EVENT_IDX & 1);
+	mmio_write(d->t, c + 0x14, 1 | 2 | 8 | 4, 1);
+	d->features = f;
+	return f;
+}
+
+struct seg { uint64_t addr; uint32_t len; bool write; uint16_t flags; };
+
+static void gq_kick(struct gq *q)
+{
+	mmio_write(q->d->t, q->notify_addr, q->idx, 2);
+}
+
+/* Places a chain; returns the head/id, or -1 when the ring is full. */
+static int gq_add(struct gq *q, const struct seg *s, unsigned n, bool indirect,
+		  uint64_t ind_table)
+{
+	struct tmachine *t = q->d->t;
+	struct seg one;
+
+	if (indirect && q->packed) {
+		/* Packed tables are plain arrays of packed descriptors. */
+		struct vring_packed_desc *tbl = gpa(t, ind_table);
+
+		for (unsigned i = 0; i < n; i++)
+			tbl[i] = (struct vring_packed_desc){
+				.addr = s[i].addr, .len = s[i].len,
+				.flags = (uint16_t)((s[i].write ? VRING_DESC_F_WRITE : 0) | s[i].flags),
+			};
+	} else if (indirect) {
+		struct vring_desc *tbl = gpa(t, ind_table);
+
+		for (unsigned i = 0; i < n; i++) {
+			tbl[i] = (struct vring_desc){
+				.addr = s[i].addr, .len = s[i].len,
+				.flags = (uint16_t)((s[i].write ? VRING_DESC_F_WRITE : 0) |
+					 (i + 1 < n ? VRING_DESC_F_NEXT : 0) | s[i].flags),
+				.next = (uint16_t)(i + 1),
+			};
+		}
+	}
+	if (indirect) {
+		one = (struct seg){ ind_table, 16 * n, false, VRING_DESC_F_INDIRECT };
+		s = &one;
+		n = 1;
+	}
+	if (!q->packed) {
+		struct vring_desc *desc = gpa(t, q->desc);
+		struct vring_avail *av = gpa(t, q->avail);
+
+		if (q->nfree < n)
+			return -1;
+		uint16_t head = q->free_head, i = head, last = head;
+
+		for (unsigned k = 0; k < n; k++) {
+			desc[i] = (struct vring_desc){
+				.addr = s[k].addr, .len = s[k].len,
+				.flags = (uint16_t)((s[k].write ? VRING_DESC_F_WRITE : 0) |
+					 (k + 1 < n ? VRING_DESC_F_NEXT : 0) | s[k].flags),
+				.next = q->next[i],
+			};
+			last = i;
+			i = q->next[i];
+		}
+		q->free_head = q->next[last];
+		q->nfree -= n;
+		q->chain_len[head] = (uint16_t)n;
+		av->ring[q->avail_idx % q->num] = head;
+		__atomic_store_n(&av->idx, ++q->avail_idx, __ATOMIC_RELEASE);
+		return head;
+	}
+	if (q->nfree < n || !q->nids)
+		return -1;
+	struct vring_packed_desc *desc = gpa(t, q->desc);
+	uint16_t id = q->ids[--q->nids];
+	uint16_t head_flags = 0, head = q->next_avail;
+
+	q->nfree -= n;
+	for (unsigned k = 0; k < n; k++) {
+		uint16_t fl = (uint16_t)((s[k].write ? VRING_DESC_F_WRITE : 0) |
+			      (k + 1 < n ? VRING_DESC_F_NEXT : 0) | s[k].flags);
+
+		fl |= q->avail_wrap ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
+		desc[q->next_avail].addr = s[k].addr;
+		desc[q->next_avail].len = s[k].len;
+		desc[q->next_avail].id = id;
+		if (k == 0)
+			head_flags = fl;
+		else
+			desc[q->next_avail].flags = fl;
+		if (++q->next_avail == q->num) {
+			q->next_avail = 0;
+			q->avail_wrap = !q->avail_wrap;
+		}
+	}
+	q->chain_len[id] = (uint16_t)n;
+	__atomic_store_n(&desc[head].flags, head_flags, __ATOMIC_RELEASE);
+	return id;
+}
+
+/* One used entry if there is one: returns its id, -1 when none. */
+static int gq_get_used(struct gq *q, uint32_t *len)
+{
+	struct tmachine *t = q->d->t;
+
+	if (!q->packed) {
+		struct vring_used *u = gpa(t, q->used);
+
+		if (__atomic_load_n(&u->idx, __ATOMIC_ACQUIRE) == q->last_used)
+			return -1;
+		struct vring_used_elem e = u->ring[q->last_used % q->num];
+		uint16_t head = (uint16_t)e.id, i = head;
+
+		q->last_used++;
+		*len = e.len;
+		for (unsigned k = 1; k < q->chain_len[head]; k++)
+			i = q->next[i];
+		q->next[i] = q->free_head;
+		q->free_head = head;
+		q->nfree += q->chain_len[head];
+		return head;
+	}
+	struct vring_packed_desc *desc = gpa(t, q->desc);
+	uint16_t fl = __atomic_load_n(&desc[q->last_used_slot].flags, __ATOMIC_ACQUIRE);
+	bool avail = fl & VRING_PACKED_DESC_F_AVAIL, used = fl & VRING_PACKED_DESC_F_USED;
+
+	if (avail != used || used != q->used_wrap)
+		return -1;
+	uint16_t id = desc[q->last_used_slot].id;
+
+	*len = desc[q->last_used_slot].len;
+	q->last_used_slot = (uint16_t)(q->last_used_slot + q->chain_len[id]);
+	if (q->last_used_slot >= q->num) {
+		q->last_used_slot = (uint16_t)(q->last_used_slot - q->num);
+		q->used_wrap = !q->used_wrap;
+	}
+	q->nfree += q->chain_len[id];
+	q->ids[q->nids++] = id;
+	return id;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits (bounded) for one used entry. */
+static int gq_wait_used(struct gq *q, uint32_t *len)
+{
+	long end = now_ms() + WAIT_MS;
+	int id;
+
+	while ((id = gq_get_used(q, len)) < 0 && now_ms() < end)
+		irq_take(q->d, q->idx + 1, 10);
+	return id;
+}
+
+/* ---- requests ---- */
+
+#define HDR_AREA 0x400000ull	/* headers and status bytes, per slot */
+#define DATA_AREA 0x800000ull	/* 64 KiB data buffers, per slot */
+#define IND_AREA 0x600000ull
+
+struct breq {
+	uint32_t type;
+	uint64_t sector;
+	uint32_t len;		/* data bytes */
+	unsigned nsplit;	/* data split into this many descriptors */
+	bool indirect;
+	unsigned slot;
+	uint32_t flags;		/* discard/write-zeroes segment flags */
+	uint32_t nsec;		/* discard/write-zeroes sectors */
+};
+
+static uint64_t hdr_gpa(unsigned slot) { return HDR_AREA + 64 * slot; }
+static uint64_t data_gpa(unsigned slot) { return DATA_AREA + 0x10000ull * slot; }
+
+static int breq_add(struct gq *q, const struct breq *r)
+{
+	struct tmachine *t = q->d->t;
+	uint64_t h = hdr_gpa(r->slot);
+	uint8_t *hp = gpa(t, h);
+	struct seg s[20];
+	unsigned n = 0;
+	bool w = r->type == T_IN || r->type == T_GET_ID;
+
+	memcpy(hp, &r->type, 4);
+	memset(hp + 4, 0, 4);
+	memcpy(hp + 8, &r->sector, 8);
+	hp[48] = 0xee;		/* status byte, overwritten by the device */
+	if (r->type == T_DISCARD || r->type == T_WRITE_ZEROES) {
+		memcpy(hp + 16, &r->sector, 8);
+		memcpy(hp + 24, &r->nsec, 4);
+		memcpy(hp + 28, &r->flags, 4);
+		s[n++] = (struct seg){ h, 32, false, 0 };
+	} else {
+		s[n++] = (struct seg){ h, 16, false, 0 };
+	}
+	if (r->len) {
+		unsigned parts = r->nsplit ? r->nsplit : 1;
+		uint32_t each = r->len / parts;
+
+		for (unsigned i = 0; i < parts; i++)
+			s[n++] = (struct seg){ data_gpa(r->slot) + i * each,
+					       i + 1 < parts ? each : r->len - i * each, w, 0 };
+	}
+	s[n++] = (struct seg){ h + 48, 1, true, 0 };
+	return gq_add(q, s, n, r->indirect, IND_AREA + 0x400 * r->slot);
+}
+
+static uint8_t breq_status(struct tmachine *t, unsigned slot)
+{
+	return ((uint8_t *)gpa(t, hdr_gpa(slot)))[48];
+}
+
+/* Submits one request and waits for it; returns the status byte. */
+static int do_req(struct gq *q, struct breq r, uint32_t *used_len)
+{
+	uint32_t len = 0;
+
+	if (breq_add(q, &r) < 0)
+		return -1;
+	gq_kick(q);
+	if (gq_wait_used(q, &len) < 0)
+		return -2;
+	if (used_len)
+		*used_len = len;
+	return breq_status(q->d->t, r.slot);
+}
+
+static uint8_t *slot_data(struct tmachine *t, unsigned slot)
+{
+	return gpa(t, data_gpa(slot));
+}
+
+static bool file_is(struct tmachine *t, unsigned off, const uint8_t *buf, unsigned len)
+{
+	uint8_t *tmp = malloc(len);
+	bool ok = pread(t->fd, tmp, len, off) == (ssize_t)len && !memcmp(tmp, buf, len);
+
+	free(tmp);
+	return ok;
+}
+
+#define ALL_FEATURES (~0ull)
+
+/* ---- tests ---- */
+
+static void test_roundtrips(bool packed, bool indirect)
+{
+	struct tmachine *t = machine_new("file=%s,if=none,id=d0",
+		packed ? "virtio-blk-pci,drive=d0,packed=on,serial=brisk-disk-0"
+		       : "virtio-blk-pci,drive=d0,serial=brisk-disk-0", 1);
+	struct vdev d;
+	struct gq q;
+	uint32_t len;
+
+	CHECK(vdev_find(t, 0, &d));
+	uint64_t f = vdev_init(&d, &q, 1, 64, ALL_FEATURES);
+
+	CHECK(!!(f >> VIRTIO_F_RING_PACKED & 1) == packed);
+	CHECK(f >> VIRTIO_F_RING_INDIRECT_DESC & 1);
+	CHECK(!(f >> F_RO & 1));
+	CHECK(mmio_read(t, d.device, 8) == DISK_SIZE / 512);
+	CHECK(mmio_read(t, d.device + 12, 4) == 254);	/* seg_max: queue-size - 2 */
+	CHECK(mmio_read(t, d.device + 20, 4) == 512);
+
+	/* IN, data split over three descriptors */
+	memset(slot_data(t, 0), 0, 8192);
+	CHECK(do_req(&q, (struct breq){ T_IN, 5, 4096, 3, indirect, 0, 0, 0 }, &len) == S_OK);
+	CHECK(len == 4097);
+	bool same = true;
+
+	for (unsigned i = 0; i < 4096; i++)
+		same &= slot_data(t, 0)[i] == disk_byte(5 * 512 + i);
+	CHECK(same);
+
+	/* OUT, then the file holds it */
+	for (unsigned i = 0; i < 8192; i++)
+		slot_data(t, 1)[i] = (uint8_t)(i * 13 + 1);
+	CHECK(do_req(&q, (struct breq){ T_OUT, 100, 8192, 2, indirect, 1, 0, 0 }, &len) == S_OK);
+	CHECK(len == 1);
+	CHECK(file_is(t, 100 * 512, slot_data(t, 1), 8192));
+
+	CHECK(do_req(&q, (struct breq){ T_FLUSH, 0, 0, 0, indirect, 2, 0, 0 }, NULL) == S_OK);
+
+	/* GET_ID: 20 bytes, NUL padded */
+	memset(slot_data(t, 3), 0xff, 32);
+	CHECK(do_req(&q, (struct breq){ T_GET_ID, 0, 20, 1, indirect, 3, 0, 0 }, &len) == S_OK);
+	CHECK(len == 21);
+	CHECK(!memcmp(slot_data(t, 3), "brisk-disk-0\0\0\0\0\0\0\0\0", 20));
+
+	/* WRITE_ZEROES with and without unmap, DISCARD */
+	uint8_t zero[4096] = { 0 };
+
+	CHECK(do_req(&q, (struct breq){ T_WRITE_ZEROES, 200, 0, 0, indirect, 4, 0, 8 }, NULL) == S_OK);
+	CHECK(file_is(t, 200 * 512, zero, 4096));
+	CHECK(do_req(&q, (struct breq){ T_WRITE_ZEROES, 300, 0, 0, indirect, 4, 1, 8 }, NULL) == S_OK);
+	CHECK(file_is(t, 300 * 512, zero, 4096));
+	uint8_t around[512];
+
+	for (unsigned i = 0; i < 512; i++)
+		around[i] = disk_byte(308 * 512 + i);
+	CHECK(file_is(t, 308 * 512, around, 512));
+	CHECK(do_req(&q, (struct breq){ T_DISCARD, 400, 0, 0, indirect, 4, 0, 8 }, NULL) == S_OK);
+	/* discard with the unmap flag, and unknown flags */
+	CHECK(do_req(&q, (struct breq){ T_DISCARD, 400, 0, 0, indirect, 4, 1, 8 }, NULL) == S_UNSUPP);
+	CHECK(do_req(&q, (struct breq){ T_WRITE_ZEROES, 400, 0, 0, indirect, 4, 2, 8 }, NULL) == S_UNSUPP);
+
+	/* errors: out of range, bad length, unknown type */
+	CHECK(do_req(&q, (struct breq){ T_IN, DISK_SIZE / 512 - 1, 1024, 1, indirect, 5, 0, 0 }, NULL) == S_IOERR);
+	CHECK(do_req(&q, (struct breq){ T_IN, ~0ull - 1, 1024, 1, indirect, 5, 0, 0 }, NULL) == S_IOERR);
+	CHECK(do_req(&q, (struct breq){ T_OUT, ~0ull, 512, 1, indirect, 5, 0, 0 }, NULL) == S_IOERR);
+	CHECK(do_req(&q, (struct breq){ T_IN, 0, 100, 1, indirect, 5, 0, 0 }, NULL) == S_IOERR);
+	CHECK(do_req(&q, (struct breq){ T_WRITE_ZEROES, DISK_SIZE / 512 - 4, 0, 0, indirect, 5, 0, 8 }, NULL) == S_IOERR);
+	CHECK(do_req(&q, (struct breq){ 77, 0, 0, 0, indirect, 5, 0, 0 }, NULL) == S_UNSUPP);
+	CHECK(do_req(&q, (struct breq){ T_IN, DISK_SIZE / 512 - 2, 1024, 1, indirect, 5, 0, 0 }, NULL) == S_OK);
+
+	/* a batch of 32 in one kick, completed in any order */
+	for (unsigned i = 0; i < 32; i++)
+		CHECK(breq_add(&q, &(struct breq){ T_IN, i * 8, 4096, 1, true, i, 0, 0 }) >= 0);
+	gq_kick(&q);
+	unsigned got = 0;
+
+	for (unsigned i = 0; i < 32; i++)
+		got += gq_wait_used(&q, &len) >= 0 && len == 4097;
+	CHECK(got == 32);
+	same = true;
+	for (unsigned i = 0; i < 32; i++)
+		same &= breq_status(t, i) == S_OK && file_is(t, i * 8 * 512, slot_data(t, i), 4096);
+	CHECK(same);
+	CHECK(canaries_intact(t));
+	machine_free(t);
+}
+
+static void test_readonly(void)
+{
+	struct tmachine *t = machine_new("file=%s,if=virtio,readonly=on,aio=threads", NULL, 1);
+	struct vdev d;
+	struct gq q;
+
+	CHECK(vdev_find(t, 0, &d));
+	CHECK(vdev_init(&d, &q, 1, 16, ALL_FEATURES) >> F_RO & 1);
+	memset(slot_data(t, 0), 0x5a, 512);
+	CHECK(do_req(&q, (struct breq){ T_OUT, 0, 512, 1, false, 0, 0, 0 }, NULL) == S_IOERR);
+	CHECK(do_req(&q, (struct breq){ T_DISCARD, 0, 0, 0, false, 0, 0, 8 }, NULL) == S_IOERR);
+	CHECK(do_req(&q, (struct breq){ T_WRITE_ZEROES, 0, 0, 0, false, 0, 0, 8 }, NULL) == S_IOERR);
+	CHECK(do_req(&q, (struct breq){ T_IN, 0, 512, 1, false, 0, 0, 0 }, NULL) == S_OK);
+	CHECK(slot_data(t, 0)[1] == disk_byte(1));
+	machine_free(t);
+}
+
+/* Many requests on a small packed ring: the wrap counters flip often. */
+static void test_packed_wrap(void)
+{
+	struct tmachine *t = machine_new("file=%s,if=none,id=x",
+					 "virtio-blk-pci,drive=x,packed=on,queue-size=8", 1);
+	struct vdev d;
+	struct gq q;
+	unsigned ok = 0;
+	uint32_t len;
+
+	CHECK(vdev_find(t, 0, &d));
+	vdev_init(&d, &q, 1, 8, ALL_FEATURES);
+	for (unsigned round = 0; round < 100; round++) {
+		/* two 3-descriptor chains per round: slots used out of step with 8 */
+		unsigned s0 = round % 2;
+
+		breq_add(&q, &(struct breq){ T_IN, round, 512, 1, false, s0, 0, 0 });
+		breq_add(&q, &(struct breq){ T_IN, round + 1, 512, 1, false, s0 + 2, 0, 0 });
+		gq_kick(&q);
+		bool a = gq_wait_used(&q, &len) >= 0, b = gq_wait_used(&q, &len) >= 0;
+
+		ok += a && b && breq_status(t, s0) == S_OK && breq_status(t, s0 + 2) == S_OK &&
+		      slot_data(t, s0)[0] == disk_byte(round * 512) &&
+		      slot_data(t, s0 + 2)[0] == disk_byte((round + 1) * 512);
+	}
+	CHECK(ok == 100);
+	machine_free(t);
+}
+
+static void test_event_idx(void)
+{
+	struct tmachine *t = machine_new("file=%s,if=none,id=x",
+					 "virtio-blk-pci,drive=x,num-queues=1", 1);
+	struct vdev d;
+	struct gq q;
+	uint32_t len;
+
+	CHECK(vdev_find(t, 0, &d));
+	CHECK(vdev_init(&d, &q, 1, 16, ALL_FEATURES) >> VIRTIO_F_RING_EVENT_IDX & 1);
+	struct vring_avail *av = gpa(t, q.avail);
+	uint16_t *used_event = &av->ring[q.num];
+
+	/* The first used buffer after start may always interrupt: get it out of the way. */
+	*used_event = 0;
+	CHECK(do_req(&q, (struct breq){ T_IN, 9, 512, 1, false, 0, 0, 0 }, NULL) == S_OK);
+	irq_take(&d, 1, 50);
+
+	/* the driver asks for no interrupt until used idx passes last + 1000 */
+	*used_event = (uint16_t)(q.last_used + 1000);
+	for (unsigned i = 0; i < 4; i++)
+		breq_add(&q, &(struct breq){ T_IN, i, 512, 1, false, i, 0, 0 });
+	gq_kick(&q);
+	unsigned got = 0;
+	long end = now_ms() + WAIT_MS;
+
+	while (got < 4 && now_ms() < end) {
+		if (gq_get_used(&q, &len) >= 0)
+			got++;
+		else
+			usleep(1000);
+	}
+	CHECK(got == 4);
+	CHECK(irq_take(&d, 1, 50) == 0);
+
+	/* now one at the very next used entry */
+	breq_add(&q, &(struct breq){ T_IN, 9, 512, 1, false, 0, 0, 0 });
+	*used_event = q.last_used;
+	gq_kick(&q);
+	CHECK(irq_take(&d, 1, WAIT_MS) == 1);
+	CHECK(gq_get_used(&q, &len) >= 0);
+	machine_free(t);
+}
+
+static void test_multiqueue(void)
+{
+	struct tmachine *t = machine_new("file=%s,if=none,id=x", "virtio-blk-pci,drive=x", 2);
+	struct vdev d;
+	struct gq q[2];
+	uint32_t len;
+
+	CHECK(vdev_find(t, 0, &d));
+	CHECK(mmio_read(t, d.common + 0x12, 2) == 2);
+	CHECK(mmio_read(t, d.device + 34, 2) == 2);
+	CHECK(vdev_init(&d, q, 2, 64, ALL_FEATURES) >> F_MQ & 1);
+	for (unsigned i = 0; i < 16; i++) {
+		breq_add(&q[0], &(struct breq){ T_IN, i, 512, 1, false, i, 0, 0 });
+		breq_add(&q[1], &(struct breq){ T_IN, 100 + i, 512, 1, false, 16 + i, 0, 0 });
+	}
+	gq_kick(&q[0]);
+	gq_kick(&q[1]);
+	unsigned got = 0;
+
+	for (unsigned i = 0; i < 16; i++) {
+		got += gq_wait_used(&q[0], &len) >= 0;
+		got += gq_wait_used(&q[1], &len) >= 0;
+	}
+	CHECK(got == 32);
+	bool same = true;
+
+	for (unsigned i = 0; i < 16; i++)
+		same &= slot_data(t, i)[0] == disk_byte(i * 512) &&
+			slot_data(t, 16 + i)[0] == disk_byte((100 + i) * 512);
+	CHECK(same);
+	machine_free(t);
+}
+
+/* Reset while writes are in flight; the device must serve again after. */
+static void test_reset_inflight(void)
+{
+	struct tmachine *t = machine_new("file=%s,if=none,id=x",
+					 "virtio-blk-pci,drive=x,queue-size=128", 1);
+	struct vdev d;
+	struct gq q;
+
+	CHECK(vdev_find(t, 0, &d));
+	for (unsigned round = 0; round < 5; round++) {
+		vdev_init(&d, &q, 1, 128, ALL_FEATURES);
+		for (unsigned i = 0; i < 40; i++)
+			breq_add(&q, &(struct breq){ T_OUT, (i % 16) * 128, 65536, 4, true, i, 0, 0 });
+		gq_kick(&q);
+		mmio_write(t, d.common + 0x14, 0, 1);
+		CHECK(vstatus(&d) == 0);
+	}
+	vdev_init(&d, &q, 1, 128, ALL_FEATURES);
+	CHECK(do_req(&q, (struct breq){ T_IN, 3, 512, 1, false, 50, 0, 0 }, NULL) == S_OK);
+	machine_free(t);
+}
+
+/* Hostile rings: each ends in NEEDS_RESET, a config interrupt, and recovery. */
+enum evil {
+	EVIL_OUTSIDE_RAM, EVIL_LOOP, EVIL_IND_LEN, EVIL_IND_NESTED,
+	EVIL_READ_AFTER_WRITE, EVIL_AVAIL_JUMP, EVIL_HEAD_RANGE, EVIL_NO_STATUS,
+	EVIL_SHORT_HDR, EVIL_COUNT,
+};
+
+static void evil_chain(struct gq *q, enum evil e)
+{
+	struct tmachine *t = q->d->t;
+	struct vring_desc *desc = gpa(t, q->desc);
+	struct vring_avail *av = gpa(t, q->avail);
+	struct vring_desc *ind = gpa(t, IND_AREA);
+	uint64_t h = hdr_gpa(0);
+
+	memset(gpa(t, h), 0, 16);
+	switch (e) {
+	case EVIL_OUTSIDE_RAM:
+		desc[0] = (struct vring_desc){ RAM_SIZE - 8, 16, 0, 0 };
+		break;
+	case EVIL_LOOP:
+		desc[0] = (struct vring_desc){ h, 16, VRING_DESC_F_NEXT, 1 };
+		desc[1] = (struct vring_desc){ h + 16, 16, VRING_DESC_F_NEXT, 0 };
+		break;
+	case EVIL_IND_LEN:
+		desc[0] = (struct vring_desc){ IND_AREA, 17, VRING_DESC_F_INDIRECT, 0 };
+		break;
+	case EVIL_IND_NESTED:
+		ind[0] = (struct vring_desc){ IND_AREA + 0x100, 32, VRING_DESC_F_INDIRECT, 0 };
+		desc[0] = (struct vring_desc){ IND_AREA, 16, VRING_DESC_F_INDIRECT, 0 };
+		break;
+	case EVIL_READ_AFTER_WRITE:
+		desc[0] = (struct vring_desc){ h + 48, 1, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1 };
+		desc[1] = (struct vring_desc){ h, 16, 0, 0 };
+		break;
+	case EVIL_NO_STATUS:
+		desc[0] = (struct vring_desc){ h, 16, 0, 0 };
+		break;
+	case EVIL_SHORT_HDR:
+		desc[0] = (struct vring_desc){ h, 8, VRING_DESC_F_NEXT, 1 };
+		desc[1] = (struct vring_desc){ h + 48, 1, VRING_DESC_F_WRITE, 0 };
+		break;
+	default:
+		break;
+	}
+	if (e == EVIL_AVAIL_JUMP) {
+		__atomic_store_n(&av->idx, (uint16_t)(q->avail_idx + q->num + 1), __ATOMIC_RELEASE);
+	} else {
+		av->ring[q->avail_idx % q->num] = e == EVIL_HEAD_RANGE ? (uint16_t)q->num : 0;
+		__atomic_store_n(&av->idx, ++q->avail_idx, __ATOMIC_RELEASE);
+	}
+	gq_kick(q);
+}
+
+static void test_hostile(void)
+{
+	struct tmachine *t = machine_new("file=%s,if=none,id=x",
+					 "virtio-blk-pci,drive=x,num-queues=1", 1);
+	struct vdev d;
+	struct gq q;
+
+	CHECK(vdev_find(t, 0, &d));
+	for (int e = 0; e < EVIL_COUNT; e++) {
+		vdev_init(&d, &q, 1, 16, ALL_FEATURES & ~(1ull << VIRTIO_F_RING_PACKED));
+		CHECK(do_req(&q, (struct breq){ T_IN, 1, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
+		irq_take(&d, 0, 0);
+		evil_chain(&q, (enum evil)e);
+		uint64_t cfg_irqs = irq_take(&d, 0, WAIT_MS);
+
+		if (!(vstatus(&d) & VIRTIO_CONFIG_S_NEEDS_RESET) || cfg_irqs != 1)
+			fprintf(stderr, "hostile case %d: status %#x, %llu config irqs\n", e,
+				vstatus(&d), (unsigned long long)cfg_irqs);
+		CHECK(vstatus(&d) & VIRTIO_CONFIG_S_NEEDS_RESET);
+		CHECK(cfg_irqs == 1);
+		CHECK(canaries_intact(t));
+	}
+	vdev_init(&d, &q, 1, 16, ALL_FEATURES);
+	CHECK(do_req(&q, (struct breq){ T_IN, 7, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
+	CHECK(slot_data(t, 1)[0] == disk_byte(7 * 512));
+	machine_free(t);
+}
+
+/* Several drives, each its own device. */
+static void test_two_devices(void)
+{
+	struct tmachine *t = machine_new("file=%s,if=none,id=a", "virtio-blk-pci,drive=a,serial=A", 1);
+	struct vdev d0, d1;
+	struct gq q0, q1;
+	char arg[128];
+
+	/* a second device on the same backing file, read-only, made directly */
+	blk_devices_destroy(t->c);
+	blk_cmdline_free(t->c);
+	t->c = blk_cmdline_new();
+	snprintf(arg, sizeof(arg), "file=%s,if=virtio", t->path);
+	CHECK(blk_cmdline_drive(t->c, arg) == 0);
+	snprintf(arg, sizeof(arg), "file=%s,if=none,id=b,readonly=on", t->path);
+	CHECK(blk_cmdline_drive(t->c, arg) == 0);
+	CHECK(blk_cmdline_device(t->c, "virtio-blk-pci,drive=b,serial=B") == 0);
+	CHECK(blk_cmdline_finish(t->c) == 0);
+	CHECK(blk_devices_create(t->c, &t->m) == 0);
+	CHECK(vdev_find(t, 0, &d0) && vdev_find(t, 1, &d1));
+	CHECK(!(vdev_init(&d0, &q0, 1, 16, ALL_FEATURES) >> F_RO & 1));
+	CHECK(vdev_init(&d1, &q1, 1, 16, ALL_FEATURES) >> F_RO & 1);
+	CHECK(do_req(&q1, (struct breq){ T_GET_ID, 0, 20, 1, false, 0, 0, 0 }, NULL) == S_OK);
+	CHECK(!memcmp(slot_data(t, 0), "B\0", 2));
+	CHECK(do_req(&q0, (struct breq){ T_IN, 2, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
+	CHECK(slot_data(t, 1)[0] == disk_byte(2 * 512));
+	machine_free(t);
+}
+
+int main(void)
+{
+	test_roundtrips(false, false);
+	test_roundtrips(false, true);
+	test_roundtrips(true, false);
+	test_roundtrips(true, true);
+	test_readonly();
+	test_packed_wrap();
+	test_event_idx();
+	test_multiqueue();
+	test_reset_inflight();
+	test_hostile();
+	test_two_devices();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
