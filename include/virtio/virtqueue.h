@@ -95,9 +95,11 @@ void virtqueue_reset(struct virtqueue *vq);
 /*
  * Takes the next available chain.  Returns 1 with *elem set, 0 when the ring
  * is empty, -1 when the guest broke the ring rules: vq->broken is then set
- * and the device must enter VIRTIO_CONFIG_S_NEEDS_RESET.  size >= sizeof
- * (struct vq_elem) lets a device embed the element at the start of its own
- * request struct.
+ * (vq->error says why) and the device must enter
+ * VIRTIO_CONFIG_S_NEEDS_RESET.  size >= sizeof (struct vq_elem) lets a
+ * device embed the element at the start of its own request struct; the
+ * first size bytes come back zeroed.  Zero-length descriptors are skipped
+ * (they map nothing), so out_num + in_num may be less than the chain length.
  */
 int virtqueue_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem);
 
@@ -111,7 +113,13 @@ void virtqueue_push(struct virtqueue *vq, const struct vq_elem *elem, uint32_t l
 
 /* Whether the driver wants an interrupt for what was flushed (EVENT_IDX aware). */
 bool virtqueue_should_notify(struct virtqueue *vq);
-/* Ask the driver for (or to stop sending) kicks, e.g. around a poll loop. */
+/*
+ * Ask the driver for (or to stop sending) kicks, e.g. around a poll loop.
+ * A device that sleeps until the next kick must, after pop returned 0,
+ * enable notifications and then check has_work() once more: enabling
+ * orders its store before that read, which closes the race with a driver
+ * that added a buffer meanwhile without kicking.
+ */
 void virtqueue_set_notification(struct virtqueue *vq, bool enable);
 /* True if the driver has made buffers available that pop has not taken. */
 bool virtqueue_has_work(struct virtqueue *vq);

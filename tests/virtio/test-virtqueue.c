@@ -306,10 +306,12 @@ static void test_notify_packed(void)
 	CHECK(virtqueue_should_notify(&vq));
 	pop_push(&d, &vq);	/* 12 -> 15 */
 	CHECK(!virtqueue_should_notify(&vq));
-	/* Same slot but in the current lap's wrap: 2 laps away, not passed. */
+	/* Slot 1 again, one lap on (wrap counter back to 1). */
 	drv_ev->off_wrap = 1 | (1u << VRING_PACKED_EVENT_WRAP_SHIFT);
-	pop_push(&d, &vq);	/* 15 -> 18 = slot 2 wrap 1 : passes slot 0,1 wrap 1 */
+	pop_push(&d, &vq);	/* 15 -> 18, i.e. slot 2 wrap 1: passes slot 1 */
 	CHECK(virtqueue_should_notify(&vq));
+	pop_push(&d, &vq);	/* 18 -> 21 */
+	CHECK(!virtqueue_should_notify(&vq));
 	/* An event slot beyond the ring is treated as "always". */
 	drv_ev->off_wrap = 200;
 	pop_push(&d, &vq);

@@ -93,15 +93,13 @@ static int split_add(struct vq_driver *d, const struct drv_seg *segs, unsigned i
 {
 	struct vring_desc *desc = drv_ptr(d, d->desc);
 	struct vring_avail *avail = drv_ptr(d, d->driver);
-	uint16_t idx[VIRTQUEUE_MAX_SIZE];
 	unsigned int need = indirect ? 1 : n;
 	uint16_t head;
 
 	if (need == 0 || need > d->nfree || (indirect && n > DRV_MAX_INDIRECT))
 		return -1;
-	for (unsigned int i = 0; i < need; i++)
-		idx[i] = d->free[--d->nfree];
-	head = idx[0];
+	/* Descriptors come off the top of the free stack, in chain order. */
+	head = d->free[d->nfree - 1];
 	if (indirect) {
 		uint64_t tgpa = d->indirect + (uint64_t)head * DRV_MAX_INDIRECT * 16;
 		struct vring_desc *t = drv_ptr(d, tgpa);
@@ -109,10 +107,14 @@ static int split_add(struct vq_driver *d, const struct drv_seg *segs, unsigned i
 		for (unsigned int i = 0; i < n; i++)
 			put_desc(&t[i], &segs[i], i + 1 < n ? VRING_DESC_F_NEXT : 0, (uint16_t)(i + 1));
 		desc[head] = (struct vring_desc){ tgpa, n * 16, VRING_DESC_F_INDIRECT, 0 };
+		d->nfree--;
 	} else {
-		for (unsigned int i = 0; i < n; i++)
-			put_desc(&desc[idx[i]], &segs[i], i + 1 < n ? VRING_DESC_F_NEXT : 0,
-				 i + 1 < n ? idx[i + 1] : 0);
+		for (unsigned int i = 0; i < n; i++) {
+			uint16_t cur = d->free[--d->nfree];
+
+			put_desc(&desc[cur], &segs[i], i + 1 < n ? VRING_DESC_F_NEXT : 0,
+				 i + 1 < n ? d->free[d->nfree - 1] : 0);
+		}
 	}
 	d->chain_len[head] = (uint16_t)need;
 	avail->ring[d->avail_idx % d->num] = head;
