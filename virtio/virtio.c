@@ -171,7 +171,9 @@ void virtio_error(struct virtio_device *vdev, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	error_report("virtio device %u: %s; needs reset", vdev->device_id, msg);
+	/* A guest that breaks, resets and breaks again gets one line, not a flood. */
+	error_report_once(&vdev->error_reported, "virtio device %u: %s; needs reset",
+			  vdev->device_id, msg);
 	vdev->broken = true;
 	vdev->status |= VIRTIO_CONFIG_S_NEEDS_RESET;
 	if (vdev->transport)

@@ -62,6 +62,7 @@ struct virtio_device {
 	uint8_t status;
 	uint8_t config_generation;
 	bool broken;		/* NEEDS_RESET was raised; serve nothing */
+	bool error_reported;	/* virtio_error() logged once for this device */
 	/*
 	 * Serialises register accesses (vCPU threads) against request
 	 * processing (I/O threads) for this device.
