@@ -285,6 +285,7 @@ static void uring_free(struct blk_queue *q)
 
 	/* Waits out a running handler; after this the ring is ours alone. */
 	iothread_del_fd(q->t, u->efd);
+	uring_fill_from_overflow(u);
 	uring_flush_sq(u);
 	while (u->inflight || u->over_head) {
 		int r = io_uring_submit_and_wait(&u->ring, 1);

@@ -95,7 +95,8 @@ void blk_queue_submit(struct blk_queue *q);
  * belongs to the caller, and the callbacks of the remaining requests run on
  * the calling thread, so they must only touch what the caller may touch at
  * teardown (a reset device just marks them dropped).  No callback runs
- * after it returns.  Callbacks must not call blk_queue_free() themselves.
+ * after it returns.  Callbacks must not call blk_queue_free() themselves,
+ * and the queue's iothread must outlive it (free the queue first).
  */
 void blk_queue_free(struct blk_queue *q);
 /* The backend really in use (io_uring may fall back to threads). */
