@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * -drive / -device virtio-blk-pci parsing: what is accepted lands in the
+ * right fields, and every rejection is exactly one "brisk: " line.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hw/block/virtio-blk.h"
+#include "virtio-blk-int.h"
+
+static int passed, failed;
+
+#define CHECK(cond) do {						\
+	if (cond) {							\
+		passed++;						\
+	} else {							\
+		failed++;						\
+		fprintf(stdout, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
+	}								\
+} while (0)
+
+static FILE *errlog;
+static int saved_stderr;
+
+/* Lines written to stderr since the last call; all must start "brisk: ". */
+static int stderr_lines(void)
+{
+	char line[2048];
+	int n = 0;
+
+	fflush(stderr);
+	rewind(errlog);
+	while (fgets(line, sizeof(line), errlog)) {
+		if (strncmp(line, "brisk: ", 7))
+			return -1;
+		n++;
+	}
+	rewind(errlog);
+	if (ftruncate(fileno(errlog), 0) < 0)
+		return -1;
+	return n;
+}
+
+/* Runs one command line; returns the first failing step's -1 or 0. */
+static int run(const char *const *drives, const char *const *devices,
+	       struct blk_cmdline **out)
+{
+	struct blk_cmdline *c = blk_cmdline_new();
+	int r = 0;
+
+	for (; *drives && !r; drives++)
+		r = blk_cmdline_drive(c, *drives);
+	for (; devices && *devices && !r; devices++)
+		r = blk_cmdline_device(c, *devices);
+	if (!r)
+		r = blk_cmdline_finish(c);
+	if (out && !r)
+		*out = c;
+	else
+		blk_cmdline_free(c);
+	return r;
+}
+
+#define L(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+static void bad(int line, const char *const *drives, const char *const *devices)
+{
+	int r = run(drives, devices, NULL), n = stderr_lines();
+
+	if (r == -1 && n == 1) {
+		passed++;
+		return;
+	}
+	failed++;
+	printf("%s:%d: FAIL: expected one error line and -1, got %d and %d lines\n",
+	       __FILE__, line, r, n);
+}
+#define BAD(d, v) bad(__LINE__, d, v)
+
+static void test_good(void)
+{
+	struct blk_cmdline *c = NULL;
+
+	CHECK(run(L("file=/img/a,,b.raw,if=none,id=d0,format=raw,aio=threads,"
+		    "cache=none,readonly=on"),
+		  L("virtio-blk-pci,drive=d0,packed=on,num-queues=4,queue-size=128,"
+		    "serial=SER-01,event_idx=off,indirect_desc=off"), &c) == 0);
+	CHECK(stderr_lines() == 0);
+	if (c) {
+		CHECK(c->nr_drives == 1 && c->nr_devs == 1);
+		CHECK(!strcmp(c->drives[0].file, "/img/a,b.raw"));
+		CHECK(!strcmp(c->drives[0].id, "d0"));
+		CHECK(c->drives[0].readonly && !c->drives[0].if_virtio);
+		CHECK(c->drives[0].aio == BLK_AIO_THREADS);
+		CHECK(c->drives[0].cache == BLK_CACHE_NONE);
+		CHECK(c->devs[0].drive == 0 && c->devs[0].packed);
+		CHECK(c->devs[0].num_queues == 4 && c->devs[0].queue_size == 128);
+		CHECK(!strcmp(c->devs[0].serial, "SER-01"));
+		CHECK(!c->devs[0].event_idx && !c->devs[0].indirect_desc);
+		blk_cmdline_free(c);
+	}
+
+	/* defaults, the short form, and QEMU's driver= spelling */
+	c = NULL;
+	CHECK(run(L("file=x.img,if=virtio", "file=y.img",
+		    "file=z.img,if=none,id=z"),
+		  L("driver=virtio-blk-pci,drive=z,serial=12345678901234567890"), &c) == 0);
+	CHECK(stderr_lines() == 0);
+	if (c) {
+		CHECK(c->nr_drives == 3 && c->nr_devs == 3);
+		CHECK(c->devs[0].drive == 0 && c->devs[1].drive == 1 && c->devs[2].drive == 2);
+		CHECK(c->drives[0].aio == BLK_AIO_IO_URING);
+		CHECK(c->drives[0].cache == BLK_CACHE_WRITEBACK);
+		CHECK(!c->drives[0].readonly);
+		CHECK(c->devs[0].num_queues == 0);	/* one per vCPU, at create */
+		CHECK(c->devs[0].queue_size == 256 && !c->devs[0].packed);
+		CHECK(c->devs[0].event_idx && c->devs[0].indirect_desc);
+		CHECK(c->devs[0].serial[0] == '\0');
+		CHECK(strlen(c->devs[2].serial) == 20);
+		blk_cmdline_free(c);
+	}
+}
+
+static void test_bad(void)
+{
+	const char *const *none = NULL;
+	const char *const *dev = L("virtio-blk-pci,drive=d");
+
+	BAD(L("file=a,if=none,id=d,bogus=1"), dev);
+	BAD(L("file=a,if=none,id=d,aio=native"), dev);
+	BAD(L("file=a,if=none,id=d,cache=unsafe"), dev);
+	BAD(L("file=a,if=none,id=d,readonly=maybe"), dev);
+	BAD(L("file=a,if=none,id=d,format=qcow2"), dev);
+	BAD(L("file=a,if=ide"), none);
+	BAD(L("if=virtio"), none);
+	BAD(L("file="), none);
+	BAD(L("file"), none);
+	BAD(L(""), none);
+	BAD(L("file=a,"), none);
+	BAD(L(",file=a"), none);
+	BAD(L("file=a,file=b"), none);
+	BAD(L("file=a,if=none"), none);	/* if=none needs an id */
+	BAD(L("file=a,if=none,id=1d"), none);
+	BAD(L("file=a,if=none,id=d d"), none);
+	BAD(L("file=a,if=none,id=d", "file=b,if=none,id=d"), dev);
+	BAD(L("file=a,if=none,id=d"), none);	/* no device uses it */
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=e"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d", "virtio-blk-pci,drive=d"));
+	BAD(L("file=a,if=virtio,id=d"), L("virtio-blk-pci,drive=d"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-net-pci,drive=d"));
+	BAD(L("file=a,if=none,id=d"), L("driver=virtio-net-pci,drive=d"));
+	BAD(L("file=a,if=none,id=d"), L("drive=d"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,serial=123456789012345678901"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,serial=a\tb"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=100"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=2048"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=1"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=0"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=0x100"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,num-queues=0"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,num-queues=65"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,num-queues=-1"));
+	BAD(L("file=a,if=none,id=d"),
+	    L("virtio-blk-pci,drive=d,num-queues=99999999999999999999999"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,packed=2"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,packed"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,drive=d"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,addr=3"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,"));
+
+	/* the accepted edges of the same keys */
+	CHECK(run(L("file=a,,,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=2,num-queues=64"),
+		  NULL) == 0);
+	CHECK(run(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=1024,num-queues=1"),
+		  NULL) == 0);
+	CHECK(stderr_lines() == 0);
+}
+
+int main(void)
+{
+	/* Errors go to a file so each rejection's lines can be counted. */
+	errlog = tmpfile();
+	saved_stderr = dup(2);
+	if (!errlog || saved_stderr < 0 || dup2(fileno(errlog), 2) < 0)
+		return 1;
+	setvbuf(stderr, NULL, _IONBF, 0);
+	test_good();
+	test_bad();
+	dup2(saved_stderr, 2);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
