@@ -24,7 +24,8 @@ struct iothread {
 	int epfd;
 	int stop_fd;		/* written by iothread_free() to end the loop */
 	pthread_t thread;
-	bool running;
+	bool started;		/* a thread was created: join it */
+	bool running;		/* atomic: cleared by the stop event */
 	/*
 	 * Held while handlers run, so del_fd() from another thread waits for
 	 * a running handler to finish.  Recursive: a handler may add or
@@ -128,7 +129,7 @@ int iothread_poll(struct iothread *t, int timeout_ms)
 		struct iothread_handler *h = ev[i].data.ptr;
 
 		if (!h) {
-			t->running = false;
+			__atomic_store_n(&t->running, false, __ATOMIC_RELEASE);
 			continue;
 		}
 		/* A handler earlier in this batch may have removed h. */
@@ -153,11 +154,12 @@ static void *iothread_main(void *arg)
 
 int iothread_start(struct iothread *t)
 {
-	t->running = true;
+	__atomic_store_n(&t->running, true, __ATOMIC_RELEASE);
 	if (pthread_create(&t->thread, NULL, iothread_main, t)) {
-		t->running = false;
+		__atomic_store_n(&t->running, false, __ATOMIC_RELEASE);
 		return -1;
 	}
+	t->started = true;
 	pthread_setname_np(t->thread, t->name);
 	return 0;
 }
@@ -166,7 +168,7 @@ void iothread_free(struct iothread *t)
 {
 	if (!t)
 		return;
-	if (t->running) {
+	if (t->started) {
 		uint64_t one = 1;
 
 		if (write(t->stop_fd, &one, sizeof(one)) < 0)
