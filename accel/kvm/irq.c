@@ -5,8 +5,11 @@
  * raises an interrupt with one eventfd write and no vCPU exit.
  *
  * KVM_SET_GSI_ROUTING replaces the whole table, so every commit re-sends
- * the default routes of GSI 0-23 (IOAPIC pin n, and PIC pin n below 16)
- * ahead of the MSI routes, which take GSIs from 24 up.
+ * the legacy routes of GSI 0-23 (IOAPIC pin n, and PIC pin n below 16)
+ * ahead of the MSI routes, which take GSIs from 24 up.  As on PC chipsets,
+ * and as the MADT's interrupt source override and the MP table say, the
+ * PIT's GSI 0 reaches IOAPIC pin 2; pin 0 is left unused and GSI 2 is only
+ * the 8259 cascade.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,9 +44,12 @@ static int kvm_routes_commit(struct kvm_vm *vm)
 					KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE,
 					.pin = gsi % 8 },
 			};
+		if (gsi == 2)
+			continue;
 		r->entries[n++] = (struct kvm_irq_routing_entry){
 			.gsi = gsi, .type = KVM_IRQ_ROUTING_IRQCHIP,
-			.u.irqchip = { .irqchip = KVM_IRQCHIP_IOAPIC, .pin = gsi },
+			.u.irqchip = { .irqchip = KVM_IRQCHIP_IOAPIC,
+				       .pin = gsi == 0 ? 2 : gsi },
 		};
 	}
 	for (unsigned i = 0; i < KVM_NR_MSI_ROUTES; i++) {

@@ -55,6 +55,12 @@ static int kvm_open(struct kvm_vm *vm)
 	}
 	int version = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
 
+	if (version < 0) {
+		error_report("/dev/kvm is not a KVM device (%s): load kvm_intel "
+			     "or kvm_amd, or run through tests/kvm/with-kvm",
+			     strerror(errno));
+		return -1;
+	}
 	if (version != KVM_API_VERSION) {
 		error_report("/dev/kvm speaks API version %d, brisk needs %d",
 			     version, KVM_API_VERSION);

@@ -5,8 +5,8 @@
  * -smp N still brings N CPUs up.  The floating pointer sits at the start of
  * the BIOS area 0xf0000, which Linux scans.
  *
- * Interrupts: ISA IRQ n is IOAPIC pin n (KVM's default GSI routing; brisk
- * has no interrupt source overrides), the 8259 reaches every LAPIC's LINT0
+ * Interrupts: ISA IRQ n is IOAPIC pin n, except the timer's IRQ 0 on pin
+ * 2 (accel/kvm routes it there, as the MADT says too), the 8259 reaches every LAPIC's LINT0
  * as ExtINT and NMI is LINT1.  PCI devices use MSI-X only, so the PCI bus
  * needs no interrupt entries.
  */
@@ -124,7 +124,7 @@ int mptable_write(struct machine *m)
 	for (unsigned irq = 0; irq < 16; irq++)
 		if (irq != 2)		/* the 8259 cascade */
 			mp_int(&w, MP_ENTRY_IOINT, MP_INT, MP_BUS_ISA, irq,
-			       ioapic_id, irq);
+			       ioapic_id, irq ? irq : 2);
 	mp_int(&w, MP_ENTRY_LINT, MP_EXTINT, MP_BUS_ISA, 0, 0xff, 0);
 	mp_int(&w, MP_ENTRY_LINT, MP_NMI, MP_BUS_ISA, 0, 0xff, 1);
 	if (w.len > w.cap)
