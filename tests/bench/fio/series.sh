@@ -26,7 +26,7 @@ EOF
 }
 
 out= kernel= initrd= disk= runs=3 runtime=8 ramp=2 mem=1G pin=
-start_timeout=180 accel=kvm
+start_timeout=180 accel=kvm stage=
 vmms=() cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -43,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--pin) pin=$2; shift ;;
 	--start-timeout) start_timeout=$2; shift ;;
 	--accel) accel=$2; shift ;;
+	--stage-ram) stage=1 ;;
 	*) usage ;;
 	esac
 	shift
@@ -51,9 +52,13 @@ done
 	[ ${#vmms[@]} -gt 0 ] || usage
 [ ${#cases[@]} -gt 0 ] || cases=(split-1q packed-1q split-2q)
 
-log() { echo "series: $*" >&2; }
+log() {
+	echo "series: $*" >&2
+	[ -d "$out" ] && echo "series: $*" >> "$out/series.log"
+}
 
 mkdir -p "$out/raw"
+: > "$out/series.log"
 res=$out/results.csv raw=$out/raw.csv
 echo "vmm,case,run,iops,exits_per_io,irqs_per_io,cpu_us_per_io" > "$res"
 kstats="exits io_exits mmio_exits halt_exits irq_exits irq_injections"
@@ -66,6 +71,29 @@ if [ "$accel" = kvm ] && [ ! -d "$kvmdbg" ]; then
 fi
 [ -r "$kvmdbg/exits" ] || log "no $kvmdbg/exits: exits per I/O will be empty"
 clk=$(getconf CLK_TCK)
+case ${BRISK_WITH_KVM_ROUTE:-} in
+nested) log "host: nested host under QEMU/TCG (with-kvm)" ;;
+native) log "host: native /dev/kvm (with-kvm)" ;;
+*) log "host: this machine ($accel)" ;;
+esac
+
+# In a nested host the work folder is a 9p share, whose latency and jitter
+# would swamp what the VMMs differ in.  --stage-ram copies the image onto
+# an ext4 on a RAM block device (O_DIRECT works there, unlike tmpfs), so
+# both VMMs still open a regular raw file with cache=none.
+if [ -n "$stage" ]; then
+	size=$(stat -c %s "$disk") || exit 1
+	stage_dir=${TMPDIR:-/tmp}/fio-stage
+	modprobe ext4 2>/dev/null
+	modprobe brd rd_nr=1 rd_size=$((size / 1024 + 131072)) max_part=0 &&
+		mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/ram0 &&
+		mkdir -p "$stage_dir" && mount /dev/ram0 "$stage_dir" &&
+		dd if="$disk" of="$stage_dir/disk.raw" bs=1M oflag=direct status=none ||
+		{ log "could not stage $disk in RAM"; exit 1; }
+	trap 'umount "$stage_dir"; rmmod brd' EXIT
+	log "disk staged: $stage_dir/disk.raw (ext4 on /dev/ram0, copied from $disk)"
+	disk=$stage_dir/disk.raw
+fi
 
 # case NAME -> packed smp queues jobs
 case_params() {
@@ -82,33 +110,39 @@ for c in "${cases[@]}"; do
 done
 
 # The per-VM debugfs folder is named after the VMM's pid; fall back to the
-# global sums, which are exact as long as this is the only VM.
+# global sums, which are exact as long as this is the only VM.  Builtins
+# only: in a nested host every fork costs more than the guest's pause.
 kvm_snap() {
-	local d f v=
-	d=$(ls -d "$kvmdbg/$1"-* 2>/dev/null | head -n 1)
-	[ -n "$d" ] || d=$kvmdbg
+	local d f x v=
+	d=$kvmdbg
+	for f in "$kvmdbg/$1"-*; do [ -d "$f" ] && d=$f && break; done
 	for f in $kstats; do
-		v="$v $(cat "$d/$f" 2>/dev/null || echo NA)"
+		x=NA
+		read -r x < "$d/$f" 2>/dev/null
+		v="$v ${x:-NA}"
 	done
 	echo $v
 }
 # utime stime guest_time of the whole process, in clock ticks; the comm
 # field may hold spaces, so count fields from the closing parenthesis.
 cpu_snap() {
-	local s
-	s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo "NA NA NA"; return; }
+	local s=
+	read -r s < "/proc/$1/stat" 2>/dev/null
+	[ -n "$s" ] || { echo "NA NA NA"; return; }
 	s=${s##*) }
 	set -- $s
 	echo "${12} ${13} ${41}"
 }
 
 vmm_argv() { # kind path case -> argv in the array "argv"
-	local kind=$1 path=$2 packed smp nq jobs append
-	read -r packed smp nq jobs < <(case_params "$3")
+	local kind=$1 path=$2 packed smp nq njobs append
+	# No process substitution: a chroot may lack /dev/fd.
+	set -- $(case_params "$3")
+	packed=$1 smp=$2 nq=$3 njobs=$4
 	append="console=ttyS0 quiet loglevel=0 panic=-1 fio_wait=60"
-	append+=" fio.runtime=$runtime fio.ramp_time=$ramp fio.numjobs=$jobs"
+	append+=" fio.runtime=$runtime fio.ramp_time=$ramp fio.numjobs=$njobs"
 	# One job per vCPU, so each job drives its own queue.
-	[ "$jobs" -gt 1 ] && append+=" fio.cpus_allowed=0-$((smp - 1)) fio.cpus_allowed_policy=split"
+	[ "$njobs" -gt 1 ] && append+=" fio.cpus_allowed=0-$((smp - 1)) fio.cpus_allowed_policy=split"
 	argv=("$path")
 	if [ "$kind" = qemu ]; then
 		argv+=(-accel "$accel" -M q35 -nodefaults -no-user-config
@@ -131,7 +165,8 @@ run_one() {
 	vmm_argv "$kind" "$path" "$cs"
 	printf '%q ' "${argv[@]}" > "$logf"; echo >> "$logf"
 	sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
-	fifo=$(mktemp -u "$out/raw/.fifo.XXXXXX")
+	# Not in --out: that may be a 9p share, where FIFOs do not work.
+	fifo=$(mktemp -u "${TMPDIR:-/tmp}/fio-series.XXXXXX")
 	mkfifo "$fifo" || return 1
 	if [ -n "$pin" ]; then
 		(exec taskset -c "$pin" "${argv[@]}" < /dev/null > "$fifo" 2>&1) &
@@ -141,6 +176,7 @@ run_one() {
 	pid=$!
 	exec 3< "$fifo"
 	rm -f "$fifo"
+	local t0=$SECONDS tb= te=
 	deadline=$((SECONDS + start_timeout))
 	while :; do
 		local left=$((deadline - SECONDS))
@@ -153,11 +189,11 @@ run_one() {
 		case $line in *"@@FIO "*) line=${line#*@@FIO } ;; *) continue ;; esac
 		case $line in
 		begin*)
-			k0=$(kvm_snap "$pid"); c0=$(cpu_snap "$pid"); phase=run
+			c0=$(cpu_snap "$pid"); k0=$(kvm_snap "$pid"); phase=run tb=$SECONDS
 			echo "@@HOST begin kvm $k0 cpu $c0" >> "$logf"
 			deadline=$((SECONDS + ramp + runtime + 60 + start_timeout / 2)) ;;
 		end*)
-			k1=$(kvm_snap "$pid"); c1=$(cpu_snap "$pid"); phase=post
+			c1=$(cpu_snap "$pid"); k1=$(kvm_snap "$pid"); phase=post te=$SECONDS
 			echo "@@HOST end kvm $k1 cpu $c1" >> "$logf"
 			deadline=$((SECONDS + 60)) ;;
 		"terse "*) terse=${line#terse } ;;
@@ -198,7 +234,7 @@ run_one() {
 		ir = ($8 == "" || ios == "") ? "" : sprintf("%.3f", $8 / ios)
 		cu = ($15 == "" || ios == "") ? "" : sprintf("%.2f", ($15 + $16) * 1e6 / $18 / ios)
 		print $1, $2, $3, $6, ex, ir, cu }' >> "$res"
-	log "$label $cs run $run: $(tail -n 1 "$res")"
+	log "$label $cs run $run: $(tail -n 1 "$res") (boot $((tb - t0))s, fio $((te - tb))s, total $((SECONDS - t0))s)"
 	return 0
 }
 
