@@ -45,7 +45,7 @@ if [ -z "$inner" ]; then
 	cd "$outdir" || exit 1
 	args=(--inner --outdir "$outdir" --kernel "$kernel")
 	[ "$vmm" = qemu ] && args+=(--qemu) || args+=(--brisk "$brisk")
-	exec "$here/with-kvm" --timeout "${BRISK_BOOT_TESTS_TIMEOUT:-420}" \
+	exec "$here/with-kvm" --timeout "${BRISK_BOOT_TESTS_TIMEOUT:-720}" \
 		--work "$outdir" -- "$me" "${args[@]}"
 fi
 
@@ -58,6 +58,8 @@ token="brisk.tok=Zq9-x_7.k,/%~@+Ab"
 # fires; at ~300 us per exit in a nested host that alone takes seconds.
 if [ "${BRISK_WITH_KVM_ROUTE:-}" = nested ]; then panic_limit=15; else panic_limit=1; fi
 mem_floor=87
+# Bounds one boot should it hang; a nested boot takes about 40 s.
+guard_s=${BRISK_BOOT_TESTS_GUARD:-90}
 
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
@@ -95,7 +97,7 @@ boot() {
 	echo "# $name: ${cmd[*]}"
 	local t0=$EPOCHREALTIME line rc t_end
 	# SIGKILL, not TERM, so a hung VMM (137) is never mistaken for -timeout.
-	timeout -s KILL 120 "${cmd[@]}" </dev/null 2>"$log.err" |
+	timeout -s KILL "$guard_s" "${cmd[@]}" </dev/null 2>"$log.err" |
 		while IFS= read -r line; do
 			printf '%s %s\n' "$EPOCHREALTIME" "${line%$'\r'}"
 		done >"$log"
