@@ -6,8 +6,12 @@
  * (min and median of several timed runs) for split and packed rings with
  * a virtio-blk-like 3-descriptor chain and a 64-descriptor chain.
  *
- * Output: one CSV line per case, "ring,chain,min_ns,median_ns".
+ * Each of REPS measurements runs for at least the given time (0.3 s by
+ * default) in chunks of CHUNK requests and takes the median chunk.
+ * Output: one CSV line per case, "ring,chain,min_ns,median_ns" over the
+ * measurements.
  */
+#include <alloca.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +21,13 @@
 #include "vq-driver.h"
 
 #define NUM 256
-#define REPS 7
+#define REPS 9
+/* Stack offsets 0, 448, ... spread over a 4 KiB page in cache-line steps. */
+#define STACK_STEP 448
+#define CHUNK 256
+#define MAX_CHUNKS (1u << 20)
+
+static double chunk_ns[MAX_CHUNKS];
 
 static double now_ns(void)
 {
@@ -71,6 +81,44 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * One measurement: at least min_s seconds in chunks of CHUNK requests,
+ * returning the median chunk.  On a shared host a preemption then lands in
+ * one chunk instead of skewing the mean.
+ */
+static double measure(struct vq_driver *d, struct virtqueue *vq,
+		      const struct drv_seg *segs, unsigned int n, double min_s)
+{
+	unsigned int nchunks = 0;
+	double start = now_ns(), t0 = start, t;
+
+	do {
+		for (int i = 0; i < CHUNK; i++)
+			one_request(d, vq, segs, n);
+		t = now_ns();
+		chunk_ns[nchunks++] = (t - t0) / CHUNK;
+		t0 = t;
+	} while (t - start < min_s * 1e9 && nchunks < MAX_CHUNKS);
+	qsort(chunk_ns, nchunks, sizeof(chunk_ns[0]), cmp_double);
+	return chunk_ns[nchunks / 2];
+}
+
+/*
+ * The same code runs 10-25% faster or slower depending on where its stack
+ * lands relative to the rings and the heap (address aliasing), which would
+ * swamp the differences between builds.  Each measurement therefore runs
+ * at another stack offset; min and median are over those layouts.
+ */
+static __attribute__((noinline)) double
+measure_at(unsigned int offset, struct vq_driver *d, struct virtqueue *vq,
+	   const struct drv_seg *segs, unsigned int n, double min_s)
+{
+	volatile char *pad = alloca(offset + 1);
+
+	pad[0] = 0;
+	return measure(d, vq, segs, n, min_s);
+}
+
 static void run_case(bool packed, unsigned int n, const char *chain, double min_s)
 {
 	struct drv_seg segs[64];
@@ -92,18 +140,8 @@ static void run_case(bool packed, unsigned int n, const char *chain, double min_
 	for (double t0 = now_ns(); now_ns() - t0 < 0.1e9;)
 		for (int i = 0; i < 1000; i++)
 			one_request(&d, &vq, segs, n);
-	for (int r = 0; r < REPS; r++) {
-		unsigned long iters = 0;
-		double t0 = now_ns(), t;
-
-		do {
-			for (int i = 0; i < 4096; i++)
-				one_request(&d, &vq, segs, n);
-			iters += 4096;
-			t = now_ns();
-		} while (t - t0 < min_s * 1e9);
-		ns[r] = (t - t0) / (double)iters;
-	}
+	for (int r = 0; r < REPS; r++)
+		ns[r] = measure_at(STACK_STEP * (unsigned int)r, &d, &vq, segs, n, min_s);
 	qsort(ns, REPS, sizeof(ns[0]), cmp_double);
 	printf("%s,%s,%.1f,%.1f\n", packed ? "packed" : "split",
 	       chain, ns[0], ns[REPS / 2]);
