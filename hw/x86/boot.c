@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -86,6 +87,12 @@ static void put(uint8_t *p, size_t off, uint64_t v, unsigned n)
 		p[off + i] = v >> (8 * i);
 }
 
+/* Image size bounds: a setup header needs 4 KiB; more is not a kernel. */
+static bool image_size_ok(uint64_t size)
+{
+	return size >= 0x1000 && size <= BOOT_IMAGE_MAX;
+}
+
 static int read_image(struct x86_boot *b, const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -95,8 +102,7 @@ static int read_image(struct x86_boot *b, const char *path)
 		error_report("cannot open kernel '%s': %s", path, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size < 0x1000 ||
-	    st.st_size > BOOT_IMAGE_MAX) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !image_size_ok(st.st_size)) {
 		error_report("kernel '%s' is not a bzImage (not a regular file "
 			     "of 4 KiB to 256 MiB)", path);
 		close(fd);
@@ -207,11 +213,11 @@ static int plan_initrd(struct x86_boot *b, const struct pc_layout *l,
 	return 0;
 }
 
-int x86_boot_open(struct x86_boot *b, const struct pc_layout *l,
-		  const char *kernel, const char *initrd, const char *cmdline)
+/* The checks after the image is in memory, shared by both entry points. */
+static int boot_plan(struct x86_boot *b, const struct pc_layout *l,
+		     const char *kernel, const char *initrd)
 {
-	*b = (struct x86_boot){ .initrd_fd = -1, .cmdline = cmdline ? cmdline : "" };
-	if (read_image(b, kernel) || check_image(b, l, kernel))
+	if (check_image(b, l, kernel))
 		return -1;
 
 	size_t len = strlen(b->cmdline);
@@ -227,6 +233,30 @@ int x86_boot_open(struct x86_boot *b, const struct pc_layout *l,
 	if (initrd && plan_initrd(b, l, initrd))
 		return -1;
 	return 0;
+}
+
+int x86_boot_open(struct x86_boot *b, const struct pc_layout *l,
+		  const char *kernel, const char *initrd, const char *cmdline)
+{
+	*b = (struct x86_boot){ .initrd_fd = -1, .cmdline = cmdline ? cmdline : "" };
+	if (read_image(b, kernel))
+		return -1;
+	return boot_plan(b, l, kernel, initrd);
+}
+
+int x86_boot_open_image(struct x86_boot *b, const struct pc_layout *l,
+			uint8_t *image, size_t size, const char *name,
+			const char *initrd, const char *cmdline)
+{
+	*b = (struct x86_boot){
+		.image = image, .image_size = size, .initrd_fd = -1,
+		.cmdline = cmdline ? cmdline : "",
+	};
+	if (!image_size_ok(size)) {
+		error_report("kernel '%s' is not a bzImage (not 4 KiB to 256 MiB)", name);
+		return -1;
+	}
+	return boot_plan(b, l, name, initrd);
 }
 
 void x86_boot_close(struct x86_boot *b)

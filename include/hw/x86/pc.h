@@ -67,6 +67,14 @@ int x86_boot_open(struct x86_boot *b, const struct pc_layout *l,
 int x86_boot_load(struct x86_boot *b, struct machine *m,
 		  const struct pc_layout *l, uint64_t rsdp,
 		  struct x86_cpu_entry *entry);
+/*
+ * x86_boot_open() for a kernel already in memory: image was malloc'd and
+ * belongs to b from now on, even on failure (x86_boot_close() frees it);
+ * name stands for the file in messages.
+ */
+int x86_boot_open_image(struct x86_boot *b, const struct pc_layout *l,
+			uint8_t *image, size_t size, const char *name,
+			const char *initrd, const char *cmdline);
 void x86_boot_close(struct x86_boot *b);
 
 /* Intel MP table at PC_MPTABLE_BASE so -smp works without ACPI too. */
