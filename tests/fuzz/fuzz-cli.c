@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The command line: the input split on NUL bytes is argv (after "brisk").
+ * cli_parse() runs on it and, when it accepts it, every -drive and
+ * -device virtio-blk-pci argument goes through the virtio-blk parser and
+ * blk_cmdline_finish(), as main() does before opening anything.  Each
+ * argument is also tried as a size.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/block/virtio-blk.h"
+#include "hw/cli.h"
+#include "virtio-blk-int.h"
+
+#define MAX_ARGS 256
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *buf = malloc(size + 1), *argv[MAX_ARGS + 1];
+	struct cli_opts o;
+	int argc = 1;
+
+	if (!buf)
+		return 0;
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+	argv[0] = "brisk";
+	for (size_t i = 0; i <= size && argc < MAX_ARGS; ) {
+		size_t len = strlen(buf + i);
+
+		/* Each argument is its own block, so ASan sees overreads of it. */
+		argv[argc] = malloc(len + 1);
+		if (!argv[argc])
+			break;
+		memcpy(argv[argc++], buf + i, len + 1);
+		i += len + 1;
+	}
+	argv[argc] = NULL;
+	free(buf);
+
+	for (int i = 1; i < argc; i++) {
+		uint64_t v;
+
+		(void)cli_parse_size(argv[i], &v);
+	}
+	if (cli_parse(argc, argv, &o) == 0 && o.action == CLI_RUN) {
+		struct blk_cmdline *c = blk_cmdline_new();
+		int ret = 0;
+
+		assert(o.kernel && o.nr_blk <= CLI_MAX_BLK_ARGS);
+		assert(o.ncpus >= 1 && o.ncpus <= CLI_MAX_CPUS);
+		assert(o.ram_size >= CLI_MIN_RAM && o.ram_size <= CLI_MAX_RAM);
+		for (unsigned i = 0; c && ret == 0 && i < o.nr_blk; i++)
+			ret = (o.blk[i].is_drive ? blk_cmdline_drive : blk_cmdline_device)
+				(c, o.blk[i].arg);
+		if (c && ret == 0 && blk_cmdline_finish(c) == 0) {
+			/* What blk_devices_create() relies on. */
+			for (unsigned i = 0; i < c->nr_devs; i++) {
+				const struct blk_device_cfg *d = &c->devs[i];
+
+				assert(d->drive < c->nr_drives);
+				assert(c->drives[d->drive].file);
+				assert(d->queue_size >= 2 && d->queue_size <= VBLK_MAX_QUEUE_SIZE &&
+				       !(d->queue_size & (d->queue_size - 1)));
+				assert(d->num_queues <= VBLK_MAX_QUEUES);
+				assert(strlen(d->serial) <= VBLK_SERIAL_LEN);
+			}
+			for (unsigned i = 0; i < c->nr_drives; i++)
+				assert(c->drives[i].used);
+		}
+		blk_cmdline_free(c);
+	}
+	for (int i = 1; i < argc; i++)
+		free(argv[i]);
+	return 0;
+}

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * virtio-blk requests from a hostile driver.  The harness is a driver that
+ * sets the device up properly through virtio-pci (features, one queue,
+ * DRIVER_OK, a kick); the input supplies the rings' contents, the
+ * descriptors and the buffers, i.e. the requests.  The device's I/O
+ * thread serves them from a memfd disk; we wait, bounded, until every
+ * chain the ring offers is used or the device asks for a reset, then tear
+ * everything down.
+ *
+ * Input layout:
+ *   u8  bit 0 packed, bit 1 event_idx, bit 2 indirect_desc, bit 3
+ *       aio=threads, bit 4 readonly, bit 5 reset the device right after
+ *       the kick instead of waiting (requests in flight across a reset)
+ *   u8  log2 of the queue size (mod 9: 1 to 256)
+ *   ... guest RAM (64 KiB, zeros past the input): the descriptor ring at
+ *       0, then the avail ring (split) or driver event area (packed),
+ *       then the used ring or device event area, each right after the
+ *       previous one with the alignment the ring needs.
+ */
+#include <sched.h>
+#include <time.h>
+
+#include "fuzz-machine.h"
+#include "virtio/virtio.h"
+#include "virtio/virtio_ring.h"
+
+#define RAM_SIZE (64u << 10)
+#define WAIT_NS (500 * 1000000ll)
+#define DEV_SLOT 1
+
+/* virtio-pci BAR 4 layout and common configuration registers. */
+#define COMMON 0x0000
+#define NOTIFY 0x3000
+#define CC_DFSELECT 0x00
+#define CC_DF 0x04
+#define CC_GFSELECT 0x08
+#define CC_GF 0x0c
+#define CC_STATUS 0x14
+#define CC_Q_SELECT 0x16
+#define CC_Q_SIZE 0x18
+#define CC_Q_ENABLE 0x1c
+#define CC_Q_DESC 0x20
+#define CC_Q_DRIVER 0x28
+#define CC_Q_DEVICE 0x30
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct drv {
+	struct fuzz_machine f;
+	uint64_t bar;
+	uint8_t *ram;
+	unsigned num;
+	bool packed;
+	uint64_t desc, driver, device;
+};
+
+static uint64_t rd(struct drv *d, uint64_t off, unsigned w)
+{
+	uint64_t v = 0;
+
+	bus_read(&d->f.m.mmio, d->bar + off, &v, w);
+	return v;
+}
+
+static void wr(struct drv *d, uint64_t off, uint64_t v, unsigned w)
+{
+	bus_write(&d->f.m.mmio, d->bar + off, v, w);
+}
+
+static uint16_t ld16(const uint8_t *p)
+{
+	return le16toh(__atomic_load_n((const uint16_t *)p, __ATOMIC_ACQUIRE));
+}
+
+/* The virtio-pci handshake a well-behaved driver does; false if refused. */
+static bool setup(struct drv *d)
+{
+	uint64_t f;
+
+	wr(d, COMMON + CC_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE, 1);
+	wr(d, COMMON + CC_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER, 1);
+	wr(d, COMMON + CC_DFSELECT, 0, 4);
+	f = rd(d, COMMON + CC_DF, 4);
+	wr(d, COMMON + CC_DFSELECT, 1, 4);
+	f |= rd(d, COMMON + CC_DF, 4) << 32;
+	for (unsigned i = 0; i < 2; i++) {
+		wr(d, COMMON + CC_GFSELECT, i, 4);
+		wr(d, COMMON + CC_GF, (uint32_t)(f >> (32 * i)), 4);
+	}
+	wr(d, COMMON + CC_STATUS, 0xb, 1);
+	if (!(rd(d, COMMON + CC_STATUS, 1) & VIRTIO_CONFIG_S_FEATURES_OK))
+		return false;
+	wr(d, COMMON + CC_Q_SELECT, 0, 2);
+	wr(d, COMMON + CC_Q_SIZE, d->num, 2);
+	wr(d, COMMON + CC_Q_DESC, d->desc, 8);
+	wr(d, COMMON + CC_Q_DRIVER, d->driver, 8);
+	wr(d, COMMON + CC_Q_DEVICE, d->device, 8);
+	wr(d, COMMON + CC_Q_ENABLE, 1, 2);
+	wr(d, COMMON + CC_STATUS, 0xf, 1);
+	return rd(d, COMMON + CC_STATUS, 1) & VIRTIO_CONFIG_S_DRIVER_OK;
+}
+
+/*
+ * Packed: walk the ring as the device will, one lap at most, counting
+ * chains; each chain's buffer id becomes its index, so that used
+ * descriptors can be matched to chain lengths.  ndescs gets each length.
+ */
+static unsigned packed_chains(struct drv *d, uint16_t *ndescs)
+{
+	struct vring_packed_desc *ring = (void *)(d->ram + d->desc);
+	unsigned slot = 0, chains = 0;
+
+	while (slot < d->num) {
+		uint16_t fl = le16toh(ring[slot].flags);
+		unsigned n = 0;
+
+		if (!(fl & VRING_PACKED_DESC_F_AVAIL) || (fl & VRING_PACKED_DESC_F_USED))
+			break;
+		do {
+			fl = le16toh(ring[slot].flags);
+			n++;
+			slot++;
+		} while ((fl & VRING_DESC_F_NEXT) && slot < d->num);
+		if (le16toh(ring[slot - 1].id) < d->num)
+			ring[slot - 1].id = htole16(chains);
+		ndescs[chains++] = n;
+	}
+	return chains;
+}
+
+/* How many chains the device has returned so far. */
+static unsigned used_count(struct drv *d, const uint16_t *ndescs, unsigned chains)
+{
+	if (!d->packed)
+		return ld16(d->ram + d->device + 2);
+
+	const uint8_t *ring = d->ram + d->desc;
+	unsigned slot = 0, n = 0;
+
+	while (n < chains && slot < d->num) {
+		uint16_t fl = ld16(ring + 16 * slot + 14);
+		uint16_t id = ld16(ring + 16 * slot + 12);
+
+		if (!(fl & VRING_PACKED_DESC_F_AVAIL) || !(fl & VRING_PACKED_DESC_F_USED) ||
+		    id >= chains)
+			break;
+		slot += ndescs[id];
+		n++;
+	}
+	return n;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_in in = { data, size };
+	static uint16_t ndescs[256];
+	char drive[64], device[160];
+	struct drv d = { 0 };
+	uint8_t fl = fuzz_u8(&in);
+	unsigned want = 0;
+
+	d.num = 1u << (fuzz_u8(&in) % 9);
+	d.packed = fl & 1;
+	d.desc = 0;
+	if (d.packed) {
+		d.driver = 16ull * d.num;
+		d.device = d.driver + 4;
+	} else {
+		d.driver = 16ull * d.num;
+		d.device = (d.driver + 6 + 2 * d.num + 3) & ~3ull;
+	}
+	snprintf(drive, sizeof(drive), "if=none,id=d0,aio=%s,readonly=%s",
+		 fl & 8 ? "threads" : "io_uring", fl & 16 ? "on" : "off");
+	snprintf(device, sizeof(device),
+		 "virtio-blk-pci,drive=d0,packed=%s,event_idx=%s,indirect_desc=%s,"
+		 "queue-size=256,num-queues=1,serial=fuzz", d.packed ? "on" : "off",
+		 fl & 2 ? "on" : "off", fl & 4 ? "on" : "off");
+	if (fm_init(&d.f, in.p, in.n, RAM_SIZE, drive, device) < 0)
+		abort();
+	d.ram = d.f.ram.block[0];
+	d.bar = fm_bar64(&d.f, DEV_SLOT, 4);
+
+	/* What the ring offers, from the driver's side, before the device looks. */
+	if (d.packed) {
+		want = packed_chains(&d, ndescs);
+	} else {
+		want = ld16(d.ram + d.driver + 2);
+		memset(d.ram + d.device, 0, 4);	/* a driver zeroes the used ring */
+	}
+	if (!setup(&d))
+		abort();	/* a correct handshake must be accepted */
+	wr(&d, NOTIFY, 0, 2);
+	if (fl & 32) {
+		wr(&d, COMMON + CC_STATUS, 0, 1);
+	} else {
+		int64_t end = now_ns() + WAIT_NS;
+
+		while (used_count(&d, ndescs, want) != want &&
+		       !(rd(&d, COMMON + CC_STATUS, 1) & VIRTIO_CONFIG_S_NEEDS_RESET) &&
+		       now_ns() < end)
+			sched_yield();
+	}
+	fm_free(&d.f);
+	return 0;
+}
