@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Writes the seed corpora under tests/fuzz/corpus/<target>/.
+
+Each seed is a small valid input in the layout the target's header comment
+describes, so the fuzzers start from inputs that get past the first checks.
+Run it again after changing a layout: tests/fuzz/make-seeds.py
+"""
+import os
+import struct
+import sys
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'corpus')
+
+NEXT, WRITE, INDIRECT = 1, 2, 4
+P_AVAIL, P_USED = 1 << 7, 1 << 15
+
+
+def put(ram, off, data):
+    if len(ram) < off + len(data):
+        ram.extend(b'\0' * (off + len(data) - len(ram)))
+    ram[off:off + len(data)] = data
+
+
+def split_desc(addr, length, flags, nxt):
+    return struct.pack('<QIHH', addr, length, flags, nxt)
+
+
+def packed_desc(addr, length, bid, flags):
+    return struct.pack('<QIHH', addr, length, bid, flags)
+
+
+def split_ring(num, chains, indirect_tables=(), ram_extra=0):
+    """chains: lists of (addr, len, flags) descriptors; returns RAM bytes."""
+    ram = bytearray()
+    avail = 16 * num
+    used = (avail + 6 + 2 * num + 3) & ~3
+    slot = 0
+    heads = []
+    for chain in chains:
+        heads.append(slot)
+        for i, (addr, length, flags) in enumerate(chain):
+            last = i == len(chain) - 1
+            put(ram, 16 * slot, split_desc(addr, length,
+                                           flags | (0 if last else NEXT), slot + 1))
+            slot += 1
+    put(ram, avail, struct.pack('<HH', 0, len(heads)))
+    for i, h in enumerate(heads):
+        put(ram, avail + 4 + 2 * i, struct.pack('<H', h))
+    for addr, descs in indirect_tables:
+        for i, (a, length, flags) in enumerate(descs):
+            last = i == len(descs) - 1
+            put(ram, addr + 16 * i, split_desc(a, length,
+                                               flags | (0 if last else NEXT), i + 1))
+    put(ram, used + 4 + 8 * num + 2 + ram_extra, b'\0')
+    return ram, avail, used
+
+
+def packed_ring(num, chains, indirect_tables=()):
+    ram = bytearray()
+    slot = 0
+    for bid, chain in enumerate(chains):
+        for i, (addr, length, flags) in enumerate(chain):
+            last = i == len(chain) - 1
+            put(ram, 16 * slot, packed_desc(addr, length, bid if last else 0,
+                                            flags | P_AVAIL | (0 if last else NEXT)))
+            slot += 1
+    for addr, descs in indirect_tables:
+        for i, (a, length, flags) in enumerate(descs):
+            put(ram, addr + 16 * i, packed_desc(a, length, 0, flags))
+    driver = 16 * num
+    put(ram, driver + 8, b'\0')
+    return ram, driver, driver + 4
+
+
+def write(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(bytes(data))
+
+
+def vq_seeds():
+    num = 8
+    bufs = [(0x400, 16, 0), (0x410, 64, WRITE), (0x450, 1, WRITE)]
+    table = 0x300
+    for flags in (0, 1, 2, 3 | 4, 8 | 2):
+        ram, avail, used = split_ring(num, [bufs, [(0x500, 32, 0)],
+                                            [(table, 48, INDIRECT)]],
+                                      [(table, bufs)])
+        ram.extend(b'\0' * (0x600 - len(ram)))
+        hdr = struct.pack('<BBHIIIB', 3, flags, 0, 0, avail, used, 2)
+        write('fuzz-split-pop', 'chains-%d' % flags, hdr + ram)
+        ram, drv, dev = packed_ring(num, [bufs, [(0x500, 32, 0)],
+                                          [(table, 48, INDIRECT)]], [(table, bufs)])
+        ram.extend(b'\0' * (0x600 - len(ram)))
+        hdr = struct.pack('<BBHIIIB', 3, flags, 0, 0, drv, dev, 2)
+        write('fuzz-packed-pop', 'chains-%d' % flags, hdr + ram)
+    # RAM in two regions cut at 0x400, right where the buffers start.
+    ram, avail, used = split_ring(num, [bufs])
+    ram.extend(b'\0' * (0x600 - len(ram)))
+    write('fuzz-split-pop', 'two-regions',
+          struct.pack('<BBHIIIB', 3, 0, 0x400, 0, avail, used, 1) + ram)
+    ram, drv, dev = packed_ring(num, [bufs])
+    ram.extend(b'\0' * (0x600 - len(ram)))
+    write('fuzz-packed-pop', 'two-regions',
+          struct.pack('<BBHIIIB', 3, 0, 0x400, 0, drv, dev, 1) + ram)
+
+
+def blk_seeds():
+    num = 8
+    hdr_at, data_at, st_at, table = 0x800, 0x1000, 0xf00, 0x600
+
+    def req(rtype, sector, extra=b''):
+        return struct.pack('<IIQ', rtype, 0, sector) + extra
+
+    reqs = {
+        'read': (req(0, 1), [(data_at, 1024, WRITE)]),
+        'write': (req(1, 2), [(data_at, 512, 0)]),
+        'flush': (req(4, 0), []),
+        'get-id': (req(8, 0), [(data_at, 20, WRITE)]),
+        'discard': (req(11, 0, struct.pack('<QII', 8, 8, 0)), []),
+        'write-zeroes': (req(13, 0, struct.pack('<QII', 16, 8, 1)), []),
+        'bad-sector': (req(0, 1 << 40), [(data_at, 512, WRITE)]),
+    }
+    for name, (hdr, data) in reqs.items():
+        for packed in (0, 1):
+            chain = [(hdr_at, len(hdr), 0)] + data + [(st_at, 1, WRITE)]
+            if packed:
+                ram, _, _ = packed_ring(num, [chain])
+            else:
+                ram, _, _ = split_ring(num, [chain])
+            put(ram, hdr_at, hdr)
+            ram.extend(b'\0' * (data_at + 0x400 - len(ram)))
+            flags = packed | 2 | 4
+            write('fuzz-virtio-blk', '%s-%s' % (name, 'packed' if packed else 'split'),
+                  bytes([flags, 3]) + ram)
+    # Two requests at once, one through an indirect table; threads backend.
+    rd, wr = reqs['read'], reqs['write']
+    ind = [(hdr_at + 0x40, 16, 0), (data_at + 0x200, 512, 0), (st_at + 1, 1, WRITE)]
+    for packed in (0, 1):
+        chains = [[(hdr_at, 16, 0)] + rd[1] + [(st_at, 1, WRITE)],
+                  [(table, 48, INDIRECT)]]
+        if packed:
+            ram, _, _ = packed_ring(num, chains, [(table, ind)])
+        else:
+            ram, _, _ = split_ring(num, chains, [(table, ind)])
+        put(ram, hdr_at, rd[0])
+        put(ram, hdr_at + 0x40, wr[0])
+        ram.extend(b'\0' * (data_at + 0x400 - len(ram)))
+        write('fuzz-virtio-blk', 'indirect-%s' % ('packed' if packed else 'split'),
+              bytes([packed | 4 | 8, 3]) + ram)
+        write('fuzz-virtio-blk', 'reset-%s' % ('packed' if packed else 'split'),
+              bytes([packed | 4 | 32, 3]) + ram)
+
+
+def pci_seeds():
+    def cfg_addr(reg, slot=1):
+        return bytes([0]) + struct.pack('<I', 0x80000000 | slot << 11 | reg)
+
+    def cfg_read(width=4):
+        return bytes([2 | {1: 0, 2: 1, 4: 2}[width] << 3])
+
+    def cfg_write(val, width=4):
+        return bytes([1 | {1: 0, 2: 1, 4: 2}[width] << 3]) + struct.pack('<I', val)
+
+    def bar4_write(off, val, width):
+        return bytes([3 | {1: 0, 2: 1, 4: 2, 8: 3}[width] << 3]) + \
+            struct.pack('<HQ', off, val)
+
+    def bar4_read(off, width):
+        return bytes([4 | {1: 0, 2: 1, 4: 2, 8: 3}[width] << 3]) + struct.pack('<H', off)
+
+    def msix_write(off, val, width=4):
+        return bytes([5 | {1: 0, 2: 1, 4: 2, 8: 3}[width] << 3]) + \
+            struct.pack('<HQ', off, val)
+
+    probe = b''.join(cfg_addr(r) + cfg_read() for r in range(0, 0x100, 4))
+    sizing = cfg_addr(0x20) + cfg_write(0xffffffff) + cfg_read() + \
+        cfg_addr(0x24) + cfg_write(0xffffffff) + cfg_read() + \
+        cfg_addr(0x20) + cfg_write(0xd0000000) + cfg_addr(0x24) + cfg_write(0)
+    driver = (bar4_write(0x14, 1, 1) + bar4_write(0x14, 3, 1) +
+              bar4_write(0x00, 0, 4) + bar4_read(0x04, 4) +
+              bar4_write(0x08, 1, 4) + bar4_write(0x0c, 1, 4) +
+              bar4_write(0x14, 0xb, 1) + bar4_read(0x14, 1) +
+              bar4_write(0x16, 0, 2) + bar4_write(0x18, 8, 2) +
+              bar4_write(0x10, 0, 2) + bar4_write(0x1a, 1, 2) +
+              bar4_write(0x20, 0x1000, 8) + bar4_write(0x28, 0x2000, 8) +
+              bar4_write(0x30, 0x3000, 8) + bar4_write(0x1c, 1, 2) +
+              bar4_write(0x14, 0xf, 1) + bar4_write(0x3000, 0, 2) +
+              bar4_read(0x1000, 1) + bar4_read(0x2000, 8))
+    # MSI-X: capability at 0x40 + 4 * 16 bytes of virtio caps; find it by probe.
+    msix = (cfg_addr(0x94) + cfg_read() +
+            msix_write(0, 0xfee00000) + msix_write(8, 0x41) + msix_write(12, 0) +
+            msix_write(16, 0xfee00000) + msix_write(28, 0))
+    pci_cfg = cfg_addr(0x84) + cfg_write(4, 1) + cfg_addr(0x88) + cfg_write(0x14) + \
+        cfg_addr(0x8c) + cfg_write(1) + cfg_addr(0x90) + cfg_read(1)
+    write('fuzz-virtio-pci', 'probe', bytes([0, 2, 0]) + probe)
+    write('fuzz-virtio-pci', 'bar-sizing', bytes([0, 2, 0]) + sizing + bar4_read(0, 4))
+    write('fuzz-virtio-pci', 'driver-split', bytes([6, 2, 0]) + driver)
+    write('fuzz-virtio-pci', 'driver-packed', bytes([7, 2, 1]) + driver + msix)
+    write('fuzz-virtio-pci', 'pci-cfg-window', bytes([0, 2, 1]) + pci_cfg + driver[:20])
+
+
+def fake_bzimage(size=0x2000, version=0x020f, init_size=0x100000,
+                 pref=0x100000, cmdline_size=2047, initrd_max=0x37ffffff):
+    img = bytearray(size)
+    img[0x1f1] = 4
+    img[0x1fe:0x200] = b'\x55\xaa'
+    img[0x201] = 0x66
+    img[0x202:0x206] = b'HdrS'
+    img[0x206:0x208] = struct.pack('<H', version)
+    img[0x211] = 1
+    img[0x22c:0x230] = struct.pack('<I', initrd_max)
+    img[0x236:0x238] = struct.pack('<H', 3)
+    img[0x238:0x23c] = struct.pack('<I', cmdline_size)
+    img[0x258:0x260] = struct.pack('<Q', pref)
+    img[0x260:0x264] = struct.pack('<I', init_size)
+    return img
+
+
+def bz_seeds():
+    def seed(ram_mib, initrd16, cmdline_len, img):
+        return struct.pack('<BHH', ram_mib - 2, initrd16, cmdline_len) + img
+
+    write('fuzz-bzimage', 'plain', seed(16, 0, 20, fake_bzimage()))
+    write('fuzz-bzimage', 'initrd', seed(8, 4096, 100, fake_bzimage(init_size=0x200000)))
+    write('fuzz-bzimage', 'high-pref', seed(32, 16, 0, fake_bzimage(pref=0x1000000)))
+    write('fuzz-bzimage', 'initrd-max-low',
+          seed(4, 256, 10, fake_bzimage(initrd_max=0x1fffff)))
+    write('fuzz-bzimage', 'old-protocol', seed(16, 0, 0, fake_bzimage(version=0x020b)))
+    write('fuzz-bzimage', 'too-big', seed(2, 0, 0, fake_bzimage(init_size=0x800000)))
+
+
+def cli_seeds():
+    def argv(*a):
+        return b'\0'.join(x.encode() for x in a)
+
+    write('fuzz-cli', 'minimal', argv('-kernel', 'bz'))
+    write('fuzz-cli', 'full', argv('-kernel', 'bz', '-initrd', 'i', '-append', 'console=ttyS0',
+                                   '-m', '1G', '-smp', '2', '-serial', 'none',
+                                   '-device', 'isa-debug-exit,iobase=0xf4,iosize=4',
+                                   '-timeout', '30', '-nographic', '-name', 'g'))
+    write('fuzz-cli', 'drive-virtio', argv('-kernel', 'bz', '-drive',
+                                           'file=disk.img,if=virtio,format=raw,cache=none,aio=threads'))
+    write('fuzz-cli', 'drive-device', argv(
+        '-kernel', 'bz', '-drive', 'file=a,,b.img,if=none,id=d0,readonly=on',
+        '-device', 'virtio-blk-pci,drive=d0,packed=on,num-queues=4,queue-size=128,'
+        'serial=abc,event_idx=off,indirect_desc=off'))
+    write('fuzz-cli', 'driver-form', argv('-kernel', 'bz', '-drive', 'file=x,if=none,id=a',
+                                          '-device', 'driver=virtio-blk-pci,drive=a'))
+    write('fuzz-cli', 'help', argv('--help'))
+
+
+def main():
+    vq_seeds()
+    blk_seeds()
+    pci_seeds()
+    bz_seeds()
+    cli_seeds()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

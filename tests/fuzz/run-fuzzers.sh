@@ -1,0 +1,73 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# run-fuzzers.sh [--seconds N] [TARGET...]
+#
+# Builds the libFuzzer targets in build-fuzz (clang, -Dfuzz=true) if
+# needed, runs each for N seconds (default 60, or $BRISK_FUZZ_SECONDS)
+# over a scratch copy of its seed corpus, and prints executions per
+# target.  Exits non-zero if any target crashed, leaked, timed out or
+# tripped a sanitizer; the reproducer is kept under build-fuzz/fuzz-out/.
+set -u
+cd "$(dirname "$0")/../.."
+
+seconds=${BRISK_FUZZ_SECONDS:-60}
+targets=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--seconds) seconds=${2:?--seconds needs a number}; shift 2 ;;
+	--seconds=*) seconds=${1#*=}; shift ;;
+	-h|--help) sed -n '4,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-*) echo "run-fuzzers.sh: unknown option $1" >&2; exit 2 ;;
+	*) targets+=("$1"); shift ;;
+	esac
+done
+# BRISK_FUZZ_SECONDS, when set, wins over the caller's --seconds.
+seconds=${BRISK_FUZZ_SECONDS:-$seconds}
+case $seconds in ''|*[!0-9]*) echo "run-fuzzers.sh: bad seconds '$seconds'" >&2; exit 2 ;; esac
+[ ${#targets[@]} -gt 0 ] ||
+	targets=(fuzz-split-pop fuzz-packed-pop fuzz-virtio-blk fuzz-virtio-pci
+		 fuzz-bzimage fuzz-cli)
+
+build=build-fuzz
+if ! command -v clang >/dev/null; then
+	echo "run-fuzzers.sh: clang not found; the fuzzers need it" >&2
+	exit 1
+fi
+if [ ! -f $build/build.ninja ]; then
+	CC=clang meson setup $build -Dfuzz=true -Db_lundef=false >/dev/null || exit 1
+fi
+ninja -C $build -j2 "${targets[@]/#/tests/fuzz/}" >/dev/null || {
+	echo "run-fuzzers.sh: build failed (ninja -C $build)" >&2
+	exit 1
+}
+
+out=$build/fuzz-out
+mkdir -p "$out"
+fail=0
+for t in "${targets[@]}"; do
+	work=$(mktemp -d)
+	cp -r "tests/fuzz/corpus/$t/." "$work/" 2>/dev/null
+	mkdir -p "$out/$t"
+	log=$out/$t.log
+	# Sanitizer reports abort the run so libFuzzer saves the input;
+	# -close_fd_mask=2 hides brisk's own error lines about the guest,
+	# not libFuzzer's or the sanitizers' reports.
+	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+	UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
+		"$build/tests/fuzz/$t" "$work" -max_total_time="$seconds" \
+		-timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 -print_final_stats=1 \
+		-artifact_prefix="$out/$t/" >"$log" 2>&1
+	rc=$?
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
+	if [ $rc -ne 0 ] || grep -qE '^(==[0-9]+==ERROR|SUMMARY: )' "$log"; then
+		echo "FAIL $t: status $rc after ${execs:-?} executions; log $log"
+		grep -E 'ERROR|SUMMARY|runtime error|Test unit written' "$log" | head -5 | sed 's/^/    /'
+		fail=1
+	else
+		echo "ok   $t: ${execs:-0} executions in ${seconds}s, ${cov:-cov: ?}"
+	fi
+	rm -rf "$work"
+done
+exit $fail
