@@ -54,7 +54,7 @@ static int blk_parse(struct brisk *b)
 		if ((a->is_drive ? blk_cmdline_drive : blk_cmdline_device)(b->blk, a->arg))
 			return -1;
 	}
-	return blk_cmdline_finish(b->blk);
+	return blk_cmdline_finish(b->blk) || blk_drives_check(b->blk);
 }
 
 /*

@@ -733,6 +733,22 @@ fail:
 	return NULL;
 }
 
+int blk_drives_check(const struct blk_cmdline *c)
+{
+	for (unsigned i = 0; i < c->nr_drives; i++) {
+		const struct blk_drive_cfg *d = &c->drives[i];
+		struct blk_file_opts o = {
+			.path = d->file, .readonly = d->readonly, .cache = d->cache,
+		};
+		struct blk_file *f = blk_file_open(&o);
+
+		if (!f)
+			return -1;
+		blk_file_close(f);
+	}
+	return 0;
+}
+
 int blk_devices_create(struct blk_cmdline *c, struct machine *m)
 {
 	if (!c->finished && blk_cmdline_finish(c) < 0)

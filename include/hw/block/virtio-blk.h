@@ -19,6 +19,12 @@ struct blk_cmdline *blk_cmdline_new(void);
 int blk_cmdline_drive(struct blk_cmdline *c, const char *arg);
 int blk_cmdline_device(struct blk_cmdline *c, const char *arg);
 int blk_cmdline_finish(struct blk_cmdline *c);
+/*
+ * Opens and closes every drive's file with the options it will be used
+ * with, so a missing, empty or odd-sized image is reported before the VM
+ * exists; -1 after one error_report() line.
+ */
+int blk_drives_check(const struct blk_cmdline *c);
 int blk_devices_create(struct blk_cmdline *c, struct machine *m);
 /* Stops I/O threads and flushes and closes the drives. */
 void blk_devices_destroy(struct blk_cmdline *c);
