@@ -245,17 +245,23 @@ int main(int argc, char **argv)
 	}
 	b->sig_fd = -1;
 	b->boot.initrd_fd = -1;
-	if (cli_parse(argc, argv, &b->opts))
+	int status;
+
+	if (cli_parse(argc, argv, &b->opts)) {
+		free(b);
 		return BRISK_EXIT_FAILURE;
+	}
 	if (b->opts.action == CLI_HELP) {
 		cli_print_help();
+		free(b);
 		return BRISK_EXIT_OK;
 	}
 	if (b->opts.action == CLI_VERSION) {
 		printf("brisk %s\n", BRISK_VERSION);
+		free(b);
 		return BRISK_EXIT_OK;
 	}
-	int status = teardown(b, run(b));
+	status = teardown(b, run(b));
 
 	if (b->sig_fd >= 0)
 		close(b->sig_fd);
