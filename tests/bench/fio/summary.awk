@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Medians of results.csv per (vmm, case) and IOPS ratios of chosen pairs.
 #   awk -F, -v pairs="brisk:qemu,qemu-a:qemu-b" -v dat=FILE -f summary.awk results.csv
-# Prints two markdown tables; with dat= also writes the medians as a
+# Prints markdown tables: medians, ratios of medians, and the median of
+# per-run ratios (run i of A over run i of B: neighbours in time, so a slow
+# drift of the host's load cancels out).  With dat= also writes the medians as a
 # whitespace table (case, then IOPS and exits/IO per vmm) for gnuplot.
 # Plain POSIX awk: the nested host may only have mawk.
 
@@ -32,6 +34,14 @@ NR == 1 { next }
 	if (!seen(cases, $2)) cases = cases == "" ? $2 : cases SUBSEP $2
 	add($1, $2, "iops", $4); add($1, $2, "exits", $5)
 	add($1, $2, "irqs", $6); add($1, $2, "cpu", $7)
+	if ($4 != "") { run_iops[$1, $2, $3] = $4; if ($3 > maxrun) maxrun = $3 }
+}
+function paired(a, b, cs,    r, key) {
+	key = "pair" SUBSEP a SUBSEP b SUBSEP cs
+	for (r = 1; r <= maxrun; r++)
+		if (((a, cs, r) in run_iops) && ((b, cs, r) in run_iops) && run_iops[b, cs, r] > 0)
+			val[key, ++cnt[key]] = run_iops[a, cs, r] / run_iops[b, cs, r]
+	return median(key)
 }
 END {
 	nv = split(vmms, V, SUBSEP); nc = split(cases, C, SUBSEP)
@@ -50,6 +60,8 @@ END {
 	np = split(pairs, P, ",")
 	if (np) {
 		print ""
+		print "IOPS ratios: of the medians (median of the per-run ratios)"
+		print ""
 		printf "| case |"
 		for (p = 1; p <= np; p++) { split(P[p], ab, ":"); printf " %s / %s |", ab[1], ab[2] }
 		printf "\n|---|"
@@ -61,7 +73,9 @@ END {
 				split(P[p], ab, ":")
 				a = median(ab[1] SUBSEP C[c] SUBSEP "iops")
 				b = median(ab[2] SUBSEP C[c] SUBSEP "iops")
-				printf " %s |", (a == "" || b == "" || b == 0) ? "-" : sprintf("%.3f", a / b)
+				q = paired(ab[1], ab[2], C[c])
+				printf " %s (per run %s) |", (a == "" || b == "" || b == 0) ? "-" : sprintf("%.3f", a / b),
+				    q == "" ? "-" : sprintf("%.3f", q)
 			}
 			print ""
 		}
