@@ -97,23 +97,23 @@ if [ -n "$variants" ]; then
 		esac
 		b=$top/build-var-$v
 		if [ -d "$b/meson-private" ]; then
-			meson configure "$b" --buildtype=release "${opts[@]}" >/dev/null
+			meson configure "$b" -Dbuildtype=release "${opts[@]}" >/dev/null
 		else
-			meson setup "$b" "$top" --buildtype=release "${opts[@]}" >/dev/null
+			meson setup "$b" "$top" -Dbuildtype=release "${opts[@]}" >/dev/null
 		fi || die "meson setup $b failed"
 		say "building $b"
 		ninja -C "$b" -j2 brisk >/dev/null || die "building brisk in $b failed"
 		vmms+=("var-$v=brisk:$b/brisk")
 	done
-	pairs=var-zero:var-off,var-zeroattr:var-off,var-zeroattr:var-zero
+	pairs="var-zero:var-off,var-zeroattr:var-off,var-zeroattr:var-zero"
 elif [ -n "$aa" ]; then
 	if [ -x "$brisk" ]; then
 		vmms=("brisk-a=brisk:$brisk" "qemu-a=qemu:$qemu" "brisk-b=brisk:$brisk" "qemu-b=qemu:$qemu")
-		pairs=qemu-a:qemu-b,brisk-a:brisk-b,brisk-a:qemu-a,brisk-b:qemu-b
+		pairs="qemu-a:qemu-b,brisk-a:brisk-b,brisk-a:qemu-a,brisk-b:qemu-b"
 	else
 		say "no brisk at $brisk: A/A for QEMU only"
 		vmms=("qemu-a=qemu:$qemu" "qemu-b=qemu:$qemu")
-		pairs=qemu-a:qemu-b
+		pairs="qemu-a:qemu-b"
 	fi
 else
 	path_of() { [ "$1" = brisk ] && echo "$brisk" || echo "$qemu"; }

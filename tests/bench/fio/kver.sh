@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
 # Sourced: newest_kver prints the newest kernel version that has both an
 # image in /boot and its modules, so the guest kernel and the modules baked
 # into the image always match.
