@@ -204,7 +204,7 @@ run_one() {
 		"irqs "*) irqs=${line#irqs } ;;
 		"ios "*) ios=${line#ios } ;;
 		error*) st=guest-error ;;
-		done*) phase=done ;;
+		done*) phase=over ;;
 		esac
 	done
 	if [ "$st" = timeout ]; then
@@ -217,7 +217,7 @@ run_one() {
 	kill -9 "$pid" 2>/dev/null
 	wait "$pid"; rc=$?
 	exec 3<&-
-	[ "$st" = ok ] && [ "$phase" != done ] && st=exit-$rc
+	[ "$st" = ok ] && [ "$phase" != over ] && st=exit-$rc
 	[ "$st" = ok ] && [ $rc -ne 0 ] && log "$label $cs run $run: VMM exit status $rc"
 
 	local iops
