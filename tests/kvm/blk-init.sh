@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Init of the virtio-blk test guest (run by mkinitrd's /init, busybox sh).
+#
+# The host side (blk-tests.sh) asserts on what this prints; the guest itself
+# judges nothing.  Disks are found by serial, never by name, since probe
+# order and a rebind may change which vdX a disk gets.  Work comes from the
+# kernel command line, in order:
+#   blk.w=SERIAL:MIB:PAT    write /pat/PAT at MiB offset, O_DIRECT, then sync
+#   blk.r=SERIAL:MIB        print the md5 of 1 MiB at MiB offset, O_DIRECT
+#   blk.ro=SERIAL:MIB:PAT   try to write; print the status and the error
+#   blk.dw=SERIAL:MIB:PAT   write through the page cache (no O_DIRECT)
+#   blk.sync=MARK           sync, print MARK, then wait to be killed
+#   blk.reset=SERIAL        unbind and rebind the disk's PCI function while
+#                           I/O is in flight, then a fresh write/read
+# Each 1 MiB pattern /pat/PAT is also on the host.  Output lines start with
+# "BLK " so the host can pick them out of the kernel's messages.
+
+out() { echo "BLK $*"; }
+
+# dev_of SERIAL: the vdX whose serial is SERIAL and whose /dev node is
+# there (sysfs shows a new disk a moment before devtmpfs makes its node),
+# or nothing.
+dev_of() {
+	local d s
+	for d in /sys/block/vd*; do
+		[ -e "$d/serial" ] || continue
+		s=$(cat "$d/serial" 2>/dev/null)
+		[ "$s" = "$1" ] && [ -b "/dev/${d##*/}" ] && { echo "${d##*/}"; return 0; }
+	done
+	return 1
+}
+
+# The PCI function under a disk: /sys/block/vdX/device is its virtio
+# device, whose parent folder is named after the PCI address.
+pci_of() {
+	local p
+	p=$(readlink -f "/sys/block/$1/device") || return 1
+	p=${p%/*}
+	echo "${p##*/}"
+}
+
+list_disks() {
+	local d n mq
+	for d in /sys/block/vd*; do
+		[ -e "$d" ] || continue
+		n=${d##*/}
+		mq=$(ls "$d/mq" 2>/dev/null | wc -l)
+		out "disk $n serial=$(cat "$d/serial" 2>/dev/null) sectors=$(cat "$d/size")" \
+			"ro=$(cat "$d/ro") mq=$mq pci=$(pci_of "$n")"
+	done
+}
+
+md5_at() { # md5_at DEV MIB
+	dd if="/dev/$1" bs=1M skip="$2" count=1 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1
+}
+
+do_write() { # do_write SERIAL MIB PAT [direct]
+	local dev rc err flag=
+	dev=$(dev_of "$1") || { out "write $1 $2 no-disk"; return; }
+	[ "$4" = direct ] && flag=oflag=direct
+	err=$(dd if="/pat/$3" of="/dev/$dev" bs=1M seek="$2" count=1 conv=notrunc,fsync $flag 2>&1)
+	rc=$?
+	[ $rc -eq 0 ] || echo "$err"
+	out "write $1 $2 rc=$rc"
+}
+
+do_read() { # do_read SERIAL MIB
+	local dev
+	dev=$(dev_of "$1") || { out "read $1 $2 no-disk"; return; }
+	out "read $1 $2 md5=$(md5_at "$dev" "$2")"
+}
+
+do_rowrite() { # do_rowrite SERIAL MIB PAT
+	local dev rc err
+	dev=$(dev_of "$1") || { out "rowrite $1 no-disk"; return; }
+	err=$(dd if="/pat/$3" of="/dev/$dev" bs=1M seek="$2" count=1 conv=notrunc oflag=direct 2>&1)
+	rc=$?
+	out "rowrite $1 rc=$rc err=$(echo "$err" | grep -i 'dd:' | head -n 1)"
+	# The page cache path as well: a buffered write plus sync must not
+	# reach the device either.
+	err=$(dd if="/pat/$3" of="/dev/$dev" bs=1M seek="$2" count=1 conv=notrunc,fsync 2>&1)
+	rc=$?
+	out "rowrite-buffered $1 rc=$rc err=$(echo "$err" | grep -i 'dd:' | head -n 1)"
+}
+
+do_dwrite() { # do_dwrite SERIAL MIB PAT: through the page cache
+	local dev rc
+	dev=$(dev_of "$1") || { out "dwrite $1 no-disk"; return; }
+	dd if="/pat/$3" of="/dev/$dev" bs=64k seek=$(($2 * 16)) count=16 conv=notrunc 2>/dev/null
+	rc=$?
+	out "dwrite $1 $2 rc=$rc"
+}
+
+# Keeps I/O in flight on NODE until /tmp/stop.N appears or the disk dies:
+# reads and writes in the scratch area at 16..31 MiB, random offsets.
+# NODE is a private block node: once unbind removes /dev/vdX, a dd opening
+# that name would create a regular file there and hide the disk's node
+# when it comes back.
+io_loop() { # io_loop NODE N
+	while [ ! -e "/tmp/stop.$2" ]; do
+		dd if="$1" of=/dev/null bs=64k count=32 skip=$((256 + RANDOM % 224)) \
+			iflag=direct 2>/dev/null || break
+		dd if=/pat/pa of="$1" bs=64k count=8 seek=$((256 + RANDOM % 248)) \
+			conv=notrunc oflag=direct 2>/dev/null || break
+	done
+}
+
+do_reset() { # do_reset SERIAL
+	local s=$1 dev pci i pids= t node
+	dev=$(dev_of "$s") || { out "reset $s no-disk"; return; }
+	pci=$(pci_of "$dev")
+	node=/tmp/node.$s
+	rm -f "$node" "/tmp/stop.$s"
+	mknod "$node" b $(tr ':' ' ' <"/sys/block/$dev/dev") || { out "reset $s mknod failed"; return; }
+	for i in 1 2 3 4; do
+		io_loop "$node" "$s" &
+		pids="$pids $!"
+	done
+	sleep 2
+	set -- $(cat "/sys/block/$dev/inflight")
+	out "reset $s inflight=reads:$1,writes:$2"
+	echo "$pci" >/sys/bus/pci/drivers/virtio-pci/unbind
+	out "reset $s unbind rc=$? gone=$([ -e /sys/block/$dev ] && echo no || echo yes)"
+	: >"/tmp/stop.$s"
+	# Loops still inside dd on the dead disk get errors and leave.
+	t=0
+	for i in $pids; do
+		while kill -0 "$i" 2>/dev/null && [ $t -lt 300 ]; do
+			sleep 0.1; t=$((t + 1))
+		done
+	done
+	kill $pids 2>/dev/null
+	wait $pids 2>/dev/null
+	rm -f "$node"
+	echo "$pci" >/sys/bus/pci/drivers/virtio-pci/bind
+	out "reset $s bind rc=$?"
+	t=0
+	until dev=$(dev_of "$s"); do
+		[ $t -ge 100 ] && break
+		sleep 0.1; t=$((t + 1))
+	done
+	if [ -z "$dev" ]; then
+		out "reset $s back=no"
+		return
+	fi
+	out "reset $s back=yes dev=$dev"
+	do_write "$s" 40 pc direct
+	do_read "$s" 40
+}
+
+echo "BLK-INIT-UP"
+list_disks
+for w in $(cat /proc/cmdline); do
+	v=${w#*=}
+	IFS=: read -r a b c <<EOF
+$v
+EOF
+	case $w in
+	blk.w=*) do_write "$a" "$b" "$c" direct ;;
+	blk.r=*) do_read "$a" "$b" ;;
+	blk.ro=*) do_rowrite "$a" "$b" "$c" ;;
+	blk.dw=*) do_dwrite "$a" "$b" "$c" ;;
+	blk.sync=*)
+		sync
+		out "synced"
+		# The host kills the VMM on this line; nothing after it may
+		# be needed for the data to be on the host.
+		echo "$v"
+		while :; do sleep 1000; done
+		;;
+	blk.reset=*) do_reset "$v" ;;
+	esac
+done
+list_disks
+sync
+echo "BLK-DONE"
+poweroff -f
