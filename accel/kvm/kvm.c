@@ -83,6 +83,23 @@ static int kvm_open(struct kvm_vm *vm)
 	return 0;
 }
 
+
+/*
+ * Older KVMs (Linux < 6.14) leave the TSC-deadline timer out of
+ * KVM_GET_SUPPORTED_CPUID although the in-kernel LAPIC emulates it.
+ * Without it the guest calibrates its LAPIC timer against the PIT, which
+ * under a busy or nested host fails verification and leaves the guest
+ * without high-resolution timers.
+ */
+static void kvm_cpuid_add_tsc_deadline(struct kvm_vm *vm)
+{
+	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) <= 0)
+		return;
+	for (unsigned i = 0; i < vm->cpuid->nent; i++)
+		if (vm->cpuid->entries[i].function == 1)
+			vm->cpuid->entries[i].ecx |= 1u << 24;
+}
+
 static int kvm_get_cpuid(struct kvm_vm *vm)
 {
 	for (unsigned n = 128; n <= 4096; n *= 2) {
@@ -92,8 +109,10 @@ static int kvm_get_cpuid(struct kvm_vm *vm)
 		if (!vm->cpuid)
 			break;
 		vm->cpuid->nent = n;
-		if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid) == 0)
+		if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid) == 0) {
+			kvm_cpuid_add_tsc_deadline(vm);
 			return 0;
+		}
 		free(vm->cpuid);
 		vm->cpuid = NULL;
 		if (errno != E2BIG)
