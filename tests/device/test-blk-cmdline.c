@@ -11,16 +11,7 @@
 #include "hw/block/virtio-blk.h"
 #include "virtio-blk-int.h"
 
-static int passed, failed;
-
-#define CHECK(cond) do {						\
-	if (cond) {							\
-		passed++;						\
-	} else {							\
-		failed++;						\
-		fprintf(stdout, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
-	}								\
-} while (0)
+#include "check.h"
 
 static FILE *errlog;
 static int saved_stderr;
@@ -191,6 +182,5 @@ int main(void)
 	test_good();
 	test_bad();
 	dup2(saved_stderr, 2);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_summary();
 }

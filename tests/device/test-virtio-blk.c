@@ -26,16 +26,7 @@
 #include "virtio/virtio.h"
 #include "virtio/virtio_ring.h"
 
-static int passed, failed;
-
-#define CHECK(cond) do {						\
-	if (cond) {							\
-		passed++;						\
-	} else {							\
-		failed++;						\
-		fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
-	}								\
-} while (0)
+#include "check.h"
 
 #define RAM_SIZE (16u << 20)
 #define CANARY_LEN 4096
@@ -1030,6 +1021,5 @@ int main(void)
 	test_reset_inflight();
 	test_hostile();
 	test_two_devices();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_summary();
 }

@@ -21,16 +21,7 @@
 #include "hw/misc/debug-exit.h"
 #include "hw/misc/pvpanic.h"
 
-static int passed, failed;
-
-#define CHECK(cond) do {						\
-	if (cond) {							\
-		passed++;						\
-	} else {							\
-		failed++;						\
-		fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
-	}								\
-} while (0)
+#include "check.h"
 
 #define RAM_SIZE (1u << 20)
 #define NO_SHUTDOWN (-1000)
@@ -659,6 +650,5 @@ int main(void)
 	test_acpi_tables(4);
 	test_acpi_tables(254);
 	test_acpi_errors();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_summary();
 }

@@ -11,16 +11,7 @@
 #include "util/guest-mem.h"
 #include "util/iothread.h"
 
-static int passed, failed;
-
-#define CHECK(cond) do {						\
-	if (cond) {							\
-		passed++;						\
-	} else {							\
-		failed++;						\
-		fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
-	}								\
-} while (0)
+#include "check.h"
 
 static void test_guest_mem(void)
 {
@@ -150,6 +141,5 @@ int main(void)
 	test_guest_mem();
 	test_bus();
 	test_iothread();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_summary();
 }
