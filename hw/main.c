@@ -36,6 +36,10 @@ struct brisk {
 	struct x86_boot boot;
 	struct machine m;
 	struct kvm_vm *vm;
+	struct serial *serial;
+	struct i8042 *i8042;
+	struct acpi_pm *acpi_pm;
+	bool buses_ready;
 	int sig_fd;
 };
 
@@ -94,8 +98,14 @@ static int legacy_devices(struct brisk *b)
 	struct machine *m = &b->m;
 	const struct cli_opts *o = &b->opts;
 
-	if (serial_init(m, o->serial) || i8042_init(m) || pvpanic_init(m) ||
-	    acpi_pm_init(m))
+	b->serial = serial_com1_new(m, o->serial);
+	if (!b->serial)
+		return -1;
+	b->i8042 = i8042_new(m);
+	if (!b->i8042 || pvpanic_init(m))
+		return -1;
+	b->acpi_pm = acpi_pm_new(m);
+	if (!b->acpi_pm)
 		return -1;
 	if (o->debug_exit &&
 	    debug_exit_init(m, o->debug_exit_iobase, o->debug_exit_iosize))
@@ -184,6 +194,7 @@ static int run(struct brisk *b)
 
 	bus_init(&m->pio, "pio");
 	bus_init(&m->mmio, "mmio");
+	b->buses_ready = true;
 	m->ncpus = o->ncpus;
 	b->vm = kvm_vm_new(m);	/* also the in-kernel irqchip and PIT */
 	if (!b->vm)
@@ -226,7 +237,14 @@ static int teardown(struct brisk *b, int status)
 		blk_devices_destroy(b->blk);
 	if (b->m.pci)
 		pci_bus_free(b->m.pci);
+	acpi_pm_free(b->acpi_pm);
+	i8042_free(b->i8042);
+	serial_free(b->serial);
 	kvm_vm_free(b->vm);
+	if (b->buses_ready) {
+		bus_destroy(&b->m.pio);
+		bus_destroy(&b->m.mmio);
+	}
 	if (b->blk)
 		blk_cmdline_free(b->blk);
 	x86_boot_close(&b->boot);

@@ -142,8 +142,3 @@ void acpi_pm_free(struct acpi_pm *pm)
 	pthread_mutex_destroy(&pm->lock);
 	free(pm);
 }
-
-int acpi_pm_init(struct machine *m)
-{
-	return acpi_pm_new(m) ? 0 : -1;
-}

@@ -378,11 +378,11 @@ void serial_free(struct serial *s)
 	free(s);
 }
 
-int serial_init(struct machine *m, const char *spec)
+struct serial *serial_com1_new(struct machine *m, const char *spec)
 {
 	struct chardev *cd = chardev_open(m, spec);
 
 	if (!cd)
-		return -1;
-	return serial_new(m, SERIAL_COM1_BASE, SERIAL_COM1_IRQ, cd) ? 0 : -1;
+		return NULL;
+	return serial_new(m, SERIAL_COM1_BASE, SERIAL_COM1_IRQ, cd);
 }

@@ -321,8 +321,3 @@ void i8042_free(struct i8042 *k)
 	pthread_mutex_destroy(&k->lock);
 	free(k);
 }
-
-int i8042_init(struct machine *m)
-{
-	return i8042_new(m) ? 0 : -1;
-}

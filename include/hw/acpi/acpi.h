@@ -21,10 +21,10 @@ struct machine;
 #define ACPI_SLP_TYP_S5 5
 #define ACPI_SCI_IRQ 9
 
-/* SLP_EN with SLP_TYP S5 and a write of ACPI_RESET_VALUE end brisk with 0. */
-int acpi_pm_init(struct machine *m);
-
-/* The same with a handle, for whoever must tear it down again. */
+/*
+ * The PM1 and reset registers: SLP_EN with SLP_TYP S5 and a write of
+ * ACPI_RESET_VALUE end brisk with 0.  NULL (one error line) on failure.
+ */
 struct acpi_pm;
 struct acpi_pm *acpi_pm_new(struct machine *m);
 void acpi_pm_free(struct acpi_pm *pm);

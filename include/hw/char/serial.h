@@ -13,9 +13,10 @@ struct serial;
 
 /*
  * The board's COM1: a 16550A at 0x3f8, IRQ 4, behind the chardev named by
- * spec ("stdio", "file:PATH" or "none", see hw/char/chardev.h).
+ * spec ("stdio", "file:PATH" or "none", see hw/char/chardev.h).  Free it
+ * with serial_free(); NULL with one error line on failure.
  */
-int serial_init(struct machine *m, const char *spec);
+struct serial *serial_com1_new(struct machine *m, const char *spec);
 
 /*
  * The building block: a 16550A at base/irq on m->pio, talking to cd (which

@@ -11,10 +11,8 @@ struct machine;
 /*
  * A PS/2 controller with a keyboard that answers but never types and no
  * mouse port.  Command 0xfe (pulse reset) ends brisk with status 0.
+ * NULL (with one error line) when its ports are taken.
  */
-int i8042_init(struct machine *m);
-
-/* The same with a handle, for whoever must tear it down again. */
 struct i8042;
 struct i8042 *i8042_new(struct machine *m);
 void i8042_free(struct i8042 *k);
