@@ -224,14 +224,16 @@ static int run(struct brisk *b)
 static int teardown(struct brisk *b, int status)
 {
 	const char *why = NULL;
+	char reason[256] = "";
 
 	if (b->vm) {
 		int vm_status = kvm_vm_stop(b->vm, &why);
 
+		/* why lives in the VM, which is freed below. */
+		if (status == BRISK_EXIT_OK && why)
+			snprintf(reason, sizeof(reason), "%s", why);
 		if (status == BRISK_EXIT_OK)
 			status = vm_status;
-		else
-			why = NULL;	/* the setup error was reported already */
 	}
 	if (b->blk_created)
 		blk_devices_destroy(b->blk);
@@ -248,8 +250,8 @@ static int teardown(struct brisk *b, int status)
 	if (b->blk)
 		blk_cmdline_free(b->blk);
 	x86_boot_close(&b->boot);
-	if (status != BRISK_EXIT_OK && why)
-		error_report("%s", why);
+	if (status != BRISK_EXIT_OK && reason[0])
+		error_report("%s", reason);
 	return status;
 }
 
