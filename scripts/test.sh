@@ -5,7 +5,8 @@
 # every test: the fast unit and command-line suites, the KVM suite (guests
 # booted under real KVM: natively where /dev/kvm works, else inside the
 # nested host of tests/kvm/with-kvm), then the unit suites again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, and the fuzzers briefly.
+# AddressSanitizer + UndefinedBehaviorSanitizer (the KVM suite too), and
+# the fuzzers briefly.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    no sanitizer build, no fuzzing
@@ -62,9 +63,12 @@ if [ $quick = 0 ]; then
 	echo "== ASan + UBSan"
 	setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
 		--buildtype=debug
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	ASAN_OPTIONS=detect_leaks=1 \
-		run_suite build-asan --suite unit --suite cli
+	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+	export ASAN_OPTIONS=detect_leaks=1
+	run_suite build-asan --suite unit --suite cli
+	# The same guests again, with brisk itself under the sanitizers.
+	run_suite build-asan --suite kvm
+	unset UBSAN_OPTIONS ASAN_OPTIONS
 	if [ -x tests/fuzz/run-fuzzers.sh ]; then
 		echo "== fuzzers (brief)"
 		tests/fuzz/run-fuzzers.sh --seconds "${BRISK_FUZZ_SECONDS:-60}" || fail=1
