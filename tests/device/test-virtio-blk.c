@@ -769,6 +769,66 @@ static void test_readonly(void)
 	machine_free(t);
 }
 
+/*
+ * The image shrinks under the device: reads past the new end fail in the
+ * backend.  The guest must get IOERR for exactly those, the others still
+ * complete, and stderr says so once, not per request.
+ */
+static void test_backend_fault(const char *aio)
+{
+	char drive[64], errpath[] = "/tmp/brisk-vblk-err-XXXXXX", line[512];
+	int errfd = mkstemp(errpath), saved = dup(STDERR_FILENO);
+	struct tmachine *t;
+	struct vdev d;
+	struct gq q;
+	uint32_t len;
+
+	snprintf(drive, sizeof(drive), "file=%%s,if=virtio,aio=%s", aio);
+	t = machine_new(drive, NULL, 1);
+	CHECK(vdev_find(t, 0, &d));
+	vdev_init(&d, &q, 1, 64, ALL_FEATURES);
+	CHECK(ftruncate(t->fd, DISK_SIZE / 2) == 0);
+	fflush(stderr);
+	CHECK(errfd >= 0 && dup2(errfd, STDERR_FILENO) >= 0);
+	for (unsigned round = 0; round < 2; round++) {
+		/* even slots below the new end, odd slots past it */
+		for (unsigned i = 0; i < 8; i++) {
+			uint64_t sector = (i & 1 ? DISK_SIZE / 2 : 0) / 512 + i * 8;
+
+			CHECK(breq_add(&q, &(struct breq){ T_IN, sector, 4096, 1, false, i, 0, 0 }) >= 0);
+		}
+		gq_kick(&q);
+		unsigned got = 0;
+
+		for (unsigned i = 0; i < 8; i++)
+			got += gq_wait_used(&q, &len) >= 0;
+		CHECK(got == 8);
+		for (unsigned i = 0; i < 8; i++) {
+			uint8_t want = i & 1 ? S_IOERR : S_OK;
+
+			CHECK(breq_status(t, i) == want);
+		}
+	}
+	CHECK(do_req(&q, (struct breq){ T_IN, 0, 512, 1, false, 0, 0, 0 }, NULL) == S_OK);
+	CHECK(!(vstatus(&d) & 0x40));		/* an I/O error is no guest error */
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+
+	FILE *f = fdopen(errfd, "r");
+	unsigned lines = 0, naming = 0;
+
+	rewind(f);
+	while (fgets(line, sizeof(line), f)) {
+		lines++;
+		naming += strstr(line, t->path) != NULL;
+	}
+	CHECK(lines == 1 && naming == 1);
+	fclose(f);
+	unlink(errpath);
+	machine_free(t);
+}
+
 /* Many requests on a small packed ring: the wrap counters flip often. */
 static void test_packed_wrap(void)
 {
@@ -1015,6 +1075,8 @@ int main(void)
 	test_roundtrips(true, false);
 	test_roundtrips(true, true);
 	test_readonly();
+	test_backend_fault("io_uring");
+	test_backend_fault("threads");
 	test_packed_wrap();
 	test_event_idx();
 	test_multiqueue();
