@@ -17,7 +17,7 @@ src=$(cd "$here/../.." && pwd)
 me=$here/$(basename "${BASH_SOURCE[0]}")
 cmdline_used="$0 $*"
 
-runs=5 smp=2 mem=512 brisk= kernel= outdir=$PWD/boot-vs-qemu.d doc=1 inner=
+runs=5 smp=2 mem=512 brisk= kernel= outdir=$(cd "$(dirname "$0")/../.." && pwd)/build-bench/boot-vs-qemu doc=1 inner=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--brisk) brisk=$2; shift 2 ;;
