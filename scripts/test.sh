@@ -24,12 +24,12 @@ total_fail=0
 
 # meson test's own summary is "Ok: N ... Fail: N"; add them up.
 count() {
-	local log=$1 ok bad
+	local log=$1 ok bad timeouts
 	ok=$(sed -n 's/^Ok: *\([0-9]*\)/\1/p' "$log" | tail -1)
 	bad=$(sed -n 's/^Fail: *\([0-9]*\)/\1/p' "$log" | tail -1)
-	bad2=$(sed -n 's/^Timeout: *\([0-9]*\)/\1/p' "$log" | tail -1)
+	timeouts=$(sed -n 's/^Timeout: *\([0-9]*\)/\1/p' "$log" | tail -1)
 	total_pass=$((total_pass + ${ok:-0}))
-	total_fail=$((total_fail + ${bad:-0} + ${bad2:-0}))
+	total_fail=$((total_fail + ${bad:-0} + ${timeouts:-0}))
 }
 
 run_suite() {
