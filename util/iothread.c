@@ -1,16 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/iothread.h"
 #include "util/log.h"
 
 #define IOTHREAD_MAX_EVENTS 64
+#define IOTHREAD_MAX_POLLERS 4
+/* Adaptive polling: the first window, and how it grows and shrinks. */
+#define POLL_START_NS 4000ull
+#define POLL_GROW 2
+#define POLL_SHRINK 2
 
 struct iothread_handler {
 	int fd;
@@ -33,6 +41,12 @@ struct iothread {
 	 */
 	pthread_mutex_t lock;
 	struct iothread_handler *handlers;
+	/* under lock */
+	struct iothread_poller pollers[IOTHREAD_MAX_POLLERS];
+	unsigned npollers;
+	/* I/O thread only, after start */
+	uint64_t poll_max_ns;
+	uint64_t poll_ns;	/* current window, adapted to the idle times seen */
 };
 
 struct iothread *iothread_new(const char *name)
@@ -142,13 +156,136 @@ int iothread_poll(struct iothread *t, int timeout_ms)
 	return ran;
 }
 
+int iothread_add_poller(struct iothread *t, const struct iothread_poller *p)
+{
+	int ret = -1;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->npollers < IOTHREAD_MAX_POLLERS) {
+		t->pollers[t->npollers++] = *p;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+void iothread_del_poller(struct iothread *t, void *opaque)
+{
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->npollers; i++) {
+		if (t->pollers[i].opaque != opaque)
+			continue;
+		t->pollers[i] = t->pollers[--t->npollers];
+		break;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+void iothread_set_poll_max(struct iothread *t, uint64_t ns)
+{
+	assert(!t->started);
+	t->poll_max_ns = ns;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Runs every poller that has work; returns how many did. */
+static unsigned run_ready_pollers(struct iothread *t)
+{
+	unsigned ran = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->npollers; i++) {
+		struct iothread_poller *p = &t->pollers[i];
+
+		if (p->ready(p->opaque)) {
+			p->run(p->opaque);
+			ran++;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ran;
+}
+
+static void quiesce_pollers(struct iothread *t, bool quiet)
+{
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->npollers; i++)
+		t->pollers[i].quiesce(t->pollers[i].opaque, quiet);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * Spins for up to poll_ns with the pollers' wakeups turned off, so a
+ * driver that keeps adding work never has to kick.  Other fds are still
+ * served (epoll with no timeout), and the spin yields each turn: on a host
+ * with fewer CPUs than busy threads the vCPUs must keep running, or there
+ * is nothing to find.  Returns true if work turned up.
+ */
+static bool iothread_spin(struct iothread *t)
+{
+	uint64_t end = now_ns() + t->poll_ns;
+	bool hit = false;
+
+	quiesce_pollers(t, true);
+	do {
+		if (run_ready_pollers(t) || iothread_poll(t, 0) > 0) {
+			hit = true;
+			/* Still busy: keep the window open. */
+			end = now_ns() + t->poll_ns;
+		} else {
+			sched_yield();
+		}
+	} while (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE) && now_ns() < end);
+	/* Wakeups back on, then one last look: work may have come meanwhile. */
+	quiesce_pollers(t, false);
+	run_ready_pollers(t);
+	return hit;
+}
+
+/*
+ * Polling pays when the thread would otherwise sleep only briefly: grow the
+ * window while idle periods fit under the maximum, shrink it when they do
+ * not, so an idle device stops spinning.
+ */
+static void adapt_poll(struct iothread *t, uint64_t idle_ns)
+{
+	if (idle_ns <= t->poll_ns)
+		return;
+	if (idle_ns > t->poll_max_ns) {
+		t->poll_ns /= POLL_SHRINK;
+		if (t->poll_ns < POLL_START_NS)
+			t->poll_ns = 0;
+	} else if (t->poll_ns < t->poll_max_ns) {
+		t->poll_ns = t->poll_ns ? t->poll_ns * POLL_GROW : POLL_START_NS;
+		if (t->poll_ns > t->poll_max_ns)
+			t->poll_ns = t->poll_max_ns;
+	}
+}
+
 static void *iothread_main(void *arg)
 {
 	struct iothread *t = arg;
 
-	while (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE))
+	while (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE)) {
+		uint64_t start = 0;
+
+		if (t->poll_max_ns && t->npollers) {
+			start = now_ns();
+			if (t->poll_ns && iothread_spin(t))
+				continue;
+		}
 		if (iothread_poll(t, -1) < 0)
 			break;
+		if (start)
+			adapt_poll(t, now_ns() - start);
+	}
 	return NULL;
 }
 

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 /*
  * An I/O thread: an epoll loop over eventfds (virtqueue kicks, io_uring
@@ -20,6 +21,27 @@ struct iothread *iothread_new(const char *name);
 int iothread_add_fd(struct iothread *t, int fd, iothread_fn fn, void *opaque);
 /* Once this returns, fn is not running and will not run again for fd. */
 void iothread_del_fd(struct iothread *t, int fd);
+/*
+ * Polling.  A poller is a source of work that can be checked without a
+ * syscall (a virtqueue's avail ring, an io_uring completion ring).  Before
+ * it sleeps, a thread with pollers and a nonzero maximum spins for a while
+ * checking them, with their wakeups turned off (quiesce(true): a virtqueue
+ * stops asking for kicks), and turns the wakeups back on before sleeping.
+ * The window adapts between 0 and the maximum to how long the thread
+ * actually sat idle.  ready() and run() run with the thread's handlers,
+ * never concurrently with them.
+ */
+struct iothread_poller {
+	bool (*ready)(void *opaque);
+	void (*run)(void *opaque);
+	void (*quiesce)(void *opaque, bool quiet);
+	void *opaque;
+};
+
+int iothread_add_poller(struct iothread *t, const struct iothread_poller *p);
+void iothread_del_poller(struct iothread *t, void *opaque);
+/* Before iothread_start(); 0 (the default) never polls. */
+void iothread_set_poll_max(struct iothread *t, uint64_t ns);
 int iothread_start(struct iothread *t);
 /* Runs ready handlers once, waiting up to timeout_ms; returns how many ran. */
 int iothread_poll(struct iothread *t, int timeout_ms);
