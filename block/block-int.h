@@ -12,6 +12,9 @@ struct blk_queue_ops {
 	void (*add)(struct blk_queue *q, struct blk_req *req);
 	void (*submit)(struct blk_queue *q);
 	void (*free)(struct blk_queue *q);
+	/* Optional: completions found without a syscall, and running them. */
+	bool (*poll_ready)(struct blk_queue *q);
+	void (*poll_run)(struct blk_queue *q);
 };
 
 /* Every backend embeds this first and reaches its own with container_of. */

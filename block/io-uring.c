@@ -279,6 +279,20 @@ static void uring_handler(void *opaque)
 	uring_reap(u);
 }
 
+static bool uring_poll_ready(struct blk_queue *q)
+{
+	return io_uring_cq_ready(&to_uring(q)->ring) > 0;
+}
+
+/*
+ * The eventfd stays armed: it is read (and the reap finds nothing) the
+ * next time the thread sleeps, which costs less than toggling it.
+ */
+static void uring_poll_run(struct blk_queue *q)
+{
+	uring_reap(to_uring(q));
+}
+
 static void uring_free(struct blk_queue *q)
 {
 	struct blk_uring *u = to_uring(q);
@@ -309,6 +323,8 @@ static const struct blk_queue_ops uring_ops = {
 	.add = uring_add,
 	.submit = uring_submit,
 	.free = uring_free,
+	.poll_ready = uring_poll_ready,
+	.poll_run = uring_poll_run,
 };
 
 static int uring_init(struct io_uring *ring)

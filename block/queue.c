@@ -42,6 +42,17 @@ void blk_queue_submit(struct blk_queue *q)
 	q->ops->submit(q);
 }
 
+bool blk_queue_poll_ready(struct blk_queue *q)
+{
+	return q->ops->poll_ready && q->ops->poll_ready(q);
+}
+
+void blk_queue_poll_run(struct blk_queue *q)
+{
+	if (q->ops->poll_run)
+		q->ops->poll_run(q);
+}
+
 void blk_queue_free(struct blk_queue *q)
 {
 	if (!q)

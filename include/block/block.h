@@ -88,6 +88,13 @@ struct blk_queue *blk_queue_new(struct blk_file *f, struct iothread *t,
 void blk_queue_add(struct blk_queue *q, struct blk_req *req);
 void blk_queue_submit(struct blk_queue *q);
 /*
+ * For an I/O thread that polls: whether completions are waiting (checked
+ * without a syscall; always false for a backend that cannot tell), and
+ * running them now rather than when the completion eventfd is served.
+ */
+bool blk_queue_poll_ready(struct blk_queue *q);
+void blk_queue_poll_run(struct blk_queue *q);
+/*
  * Waits for everything in flight to complete (callbacks run), then frees.
  * Call it from any thread once nothing else will add to q (the device has
  * removed its kick handlers).  It first detaches q from its I/O thread,
