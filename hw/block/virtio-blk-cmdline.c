@@ -309,6 +309,7 @@ static void device_defaults(struct blk_device_cfg *dc)
 	*dc = (struct blk_device_cfg){
 		.event_idx = true, .indirect_desc = true,
 		.queue_size = VBLK_DEFAULT_QUEUE_SIZE,
+		.poll_us = VBLK_DEFAULT_POLL_US,
 	};
 }
 
@@ -344,7 +345,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 {
 	static const char *const keys[] = {
 		"drive", "packed", "num-queues", "queue-size", "serial",
-		"event_idx", "indirect_desc",
+		"event_idx", "indirect_desc", "poll-us",
 	};
 	const char *w = "-device virtio-blk-pci";
 	unsigned long v;
@@ -355,7 +356,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 			break;
 	if (k == ARRAY_SIZE(keys)) {
 		error_report("%s: unknown option '%s' (known: drive, packed, num-queues, "
-			     "queue-size, serial, event_idx, indirect_desc)", w, key);
+			     "queue-size, serial, event_idx, indirect_desc, poll-us)", w, key);
 		return -1;
 	}
 	if (!val) {
@@ -409,8 +410,13 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 		return 0;
 	case 5:
 		return parse_bool(w, key, val, &dc->event_idx);
-	default:
+	case 6:
 		return parse_bool(w, key, val, &dc->indirect_desc);
+	default:
+		if (parse_uint(w, key, val, VBLK_MAX_POLL_US, &v))
+			return -1;
+		dc->poll_us = (unsigned)v;
+		return 0;
 	}
 }
 

@@ -16,6 +16,8 @@
 #define VBLK_MAX_QUEUES 64
 #define VBLK_MAX_QUEUE_SIZE 1024
 #define VBLK_DEFAULT_QUEUE_SIZE 256
+#define VBLK_DEFAULT_POLL_US 2000
+#define VBLK_MAX_POLL_US 1000000
 
 struct vblk;
 
@@ -37,6 +39,7 @@ struct blk_device_cfg {
 	bool indirect_desc;
 	unsigned num_queues;	/* 0: one per vCPU, resolved at create */
 	unsigned queue_size;
+	unsigned poll_us;	/* I/O thread polling window, at most */
 	char serial[VBLK_SERIAL_LEN + 1];
 	struct vblk *dev;	/* the live device, once created */
 };

@@ -115,6 +115,7 @@ struct vblk_queue {
 	struct vblk_req *done;	/* completed, not yet in the used ring */
 	unsigned in_backend;
 	bool in_kick;
+	bool polling;		/* under s->vdev.lock: the I/O thread spins */
 	bool done_signalled;
 	bool closing;		/* atomic: destroy has begun */
 };
@@ -480,7 +481,8 @@ static bool vblk_kick_round(struct vblk_queue *q)
 	}
 	if (!vdev->broken) {
 		more = n == vq->num;
-		if (!more) {
+		/* A spinning I/O thread looks again itself: no kicks. */
+		if (!more && !q->polling) {
 			/* Re-check after re-enabling, or a kick could be lost. */
 			virtqueue_set_notification(vq, true);
 			more = virtqueue_has_work(vq);
@@ -507,6 +509,50 @@ static void vblk_kick(void *opaque)
 	q->in_kick = false;
 	/* Completions the backend ran inside add/submit. */
 	vblk_publish(q);
+}
+
+/*
+ * Polling: the I/O thread checks the avail ring and the backend's
+ * completions itself while it spins, so the guest needs no kick (no VM
+ * exit) for requests it adds meanwhile.
+ */
+static bool vblk_poll_ready(void *opaque)
+{
+	struct vblk_queue *q = opaque;
+	struct virtio_device *vdev = &q->s->vdev;
+	bool work;
+
+	if (blk_queue_poll_ready(q->bq))
+		return true;
+	pthread_mutex_lock(&vdev->lock);
+	work = q->serving && !vdev->broken &&
+	       virtqueue_has_work(&vdev->queues[q->idx].vq);
+	pthread_mutex_unlock(&vdev->lock);
+	return work;
+}
+
+static void vblk_poll_run(void *opaque)
+{
+	struct vblk_queue *q = opaque;
+
+	q->in_kick = true;
+	while (vblk_kick_round(q))
+		;
+	blk_queue_poll_run(q->bq);
+	q->in_kick = false;
+	vblk_publish(q);
+}
+
+static void vblk_poll_quiesce(void *opaque, bool quiet)
+{
+	struct vblk_queue *q = opaque;
+	struct virtio_device *vdev = &q->s->vdev;
+
+	pthread_mutex_lock(&vdev->lock);
+	q->polling = quiet;
+	if (q->serving && !vdev->broken)
+		virtqueue_set_notification(&vdev->queues[q->idx].vq, !quiet);
+	pthread_mutex_unlock(&vdev->lock);
 }
 
 static struct vblk *vdev_to_vblk(struct virtio_device *vdev)
@@ -612,9 +658,14 @@ static uint64_t vblk_features(const struct vblk *s, const struct blk_device_cfg 
 	return f;
 }
 
-static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio)
+static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
+			   unsigned poll_us)
 {
 	struct vblk_queue *q = &s->q[i];
+	struct iothread_poller poller = {
+		.ready = vblk_poll_ready, .run = vblk_poll_run,
+		.quiesce = vblk_poll_quiesce, .opaque = q,
+	};
 
 	q->s = s;
 	q->idx = i;
@@ -630,7 +681,13 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio)
 	if (q->done_fd < 0 ||
 	    iothread_add_fd(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
 	    iothread_add_fd(q->t, q->done_fd, vblk_done_handler, q) < 0 ||
-	    iothread_start(q->t) < 0) {
+	    (poll_us && iothread_add_poller(q->t, &poller) < 0)) {
+		error_report("virtio-blk %s: cannot set up queue %u: %s",
+			     s->file->path, i, strerror(errno));
+		return -1;
+	}
+	iothread_set_poll_max(q->t, (uint64_t)poll_us * 1000);
+	if (iothread_start(q->t) < 0) {
 		error_report("virtio-blk %s: cannot set up queue %u: %s",
 			     s->file->path, i, strerror(errno));
 		return -1;
@@ -642,6 +699,7 @@ static void vblk_queue_destroy(struct vblk_queue *q)
 {
 	if (!q->t)
 		return;
+	iothread_del_poller(q->t, q);
 	if (q->s->vdev_ready)
 		iothread_del_fd(q->t, q->s->vdev.queues[q->idx].kick_fd);
 	if (q->done_fd >= 0)
@@ -721,7 +779,7 @@ struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
 		s->q[i].done_fd = -1;
 	}
 	for (unsigned i = 0; i < s->nq; i++)
-		if (vblk_queue_init(s, i, d->aio) < 0)
+		if (vblk_queue_init(s, i, d->aio, cfg->poll_us) < 0)
 			goto fail;
 	s->pci = virtio_pci_create(m, &s->vdev, VIRTIO_PCI_DEVICE_ID(VIRTIO_ID_BLOCK),
 				   PCI_CLASS_STORAGE_OTHER);

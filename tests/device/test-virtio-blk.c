@@ -902,6 +902,68 @@ static void test_event_idx(void)
 	machine_free(t);
 }
 
+/* Whether a split-ring driver must kick after moving avail idx from old. */
+static bool gq_kick_needed(struct gq *q, uint16_t old)
+{
+	struct vring_used *u = gpa(q->d->t, q->used);
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!q->event_idx)
+		return !(__atomic_load_n(&u->flags, __ATOMIC_ACQUIRE) & VRING_USED_F_NO_NOTIFY);
+	uint16_t ev = __atomic_load_n((uint16_t *)&u->ring[q->num], __ATOMIC_ACQUIRE);
+
+	return (uint16_t)(q->avail_idx - ev - 1) < (uint16_t)(q->avail_idx - old);
+}
+
+/*
+ * A driver that kicks only when the device asks, as Linux does, sending a
+ * request every 2 ms.  A device that polls for longer than that keeps
+ * kicks off while it is busy; one that does not poll needs every kick.
+ * Once idle past its window, the device asks for kicks again.
+ */
+static void test_polling(unsigned poll_us, bool event_idx)
+{
+	char dev[128];
+
+	snprintf(dev, sizeof(dev), "virtio-blk-pci,drive=x,num-queues=1,poll-us=%u", poll_us);
+	struct tmachine *t = machine_new("file=%s,if=none,id=x", dev, 1);
+	uint64_t want = event_idx ? ALL_FEATURES : ~(1ull << VIRTIO_F_RING_EVENT_IDX);
+	unsigned kicks = 0, ok = 0, n = 60;
+	struct vdev d;
+	struct gq q;
+	uint32_t len;
+
+	CHECK(vdev_find(t, 0, &d));
+	CHECK((vdev_init(&d, &q, 1, 64, want) >> VIRTIO_F_RING_EVENT_IDX & 1) == event_idx);
+	for (unsigned i = 0; i < n; i++) {
+		uint16_t old = q.avail_idx;
+
+		breq_add(&q, &(struct breq){ T_IN, i, 512, 1, false, 0, 0, 0 });
+		/* An interrupt for the next used entry, as Linux re-arms it. */
+		if (event_idx)
+			((struct vring_avail *)gpa(t, q.avail))->ring[q.num] = q.last_used;
+		if (gq_kick_needed(&q, old)) {
+			gq_kick(&q);
+			kicks++;
+		}
+		ok += gq_wait_used(&q, &len) >= 0 && breq_status(t, 0) == S_OK;
+		usleep(2000);
+	}
+	CHECK(ok == n);
+	if (poll_us)
+		CHECK(kicks < n / 2);
+	else
+		CHECK(kicks == n);
+	usleep(poll_us + 300 * 1000);
+	uint16_t old = q.avail_idx;
+
+	breq_add(&q, &(struct breq){ T_IN, 1, 512, 1, false, 0, 0, 0 });
+	CHECK(gq_kick_needed(&q, old));
+	gq_kick(&q);
+	CHECK(gq_wait_used(&q, &len) >= 0 && breq_status(t, 0) == S_OK);
+	machine_free(t);
+}
+
 static void test_multiqueue(void)
 {
 	struct tmachine *t = machine_new("file=%s,if=none,id=x", "virtio-blk-pci,drive=x", 2);
@@ -1079,6 +1141,9 @@ int main(void)
 	test_backend_fault("threads");
 	test_packed_wrap();
 	test_event_idx();
+	test_polling(0, true);
+	test_polling(200 * 1000, true);
+	test_polling(200 * 1000, false);
 	test_multiqueue();
 	test_reset_inflight();
 	test_hostile();
