@@ -26,6 +26,9 @@ usage: tests/bench/fio-vs-qemu.sh [options]
                         the BRISK_UNINITIALIZED opt-outs, =zero with them
                         (release builds) and compare the three
   --brisk PATH          brisk binary (default build/brisk)
+  --opts-a OPTS         appended to the first VMM's -device virtio-blk-pci
+  --opts-b OPTS         and the second's (e.g. --vmm-a brisk --vmm-b brisk
+                        --opts-a poll-us=0 compares a device setting)
   --qemu PATH           QEMU binary (default qemu-system-x86_64)
   --runs N              runs per VMM and case (default 3)
   --runtime S           measured seconds per run (default 10)
@@ -45,7 +48,7 @@ EOF
 die() { echo "fio-vs-qemu: $*" >&2; exit 1; }
 say() { echo "fio-vs-qemu: $*" >&2; }
 
-vmm_a=brisk vmm_b=qemu aa= variants= brisk=$top/build/brisk
+vmm_a=brisk vmm_b=qemu opts_a= opts_b= aa= variants= brisk=$top/build/brisk
 qemu=$(command -v qemu-system-x86_64 || true)
 runs=3 runtime=10 ramp=3 cases=split-1q,packed-1q,split-2q quick=
 out=$top/build-bench/fio-vs-qemu disk_mib=1024 pin= stage=1 chart=
@@ -53,6 +56,8 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--vmm-a) vmm_a=${2:?}; shift ;;
 	--vmm-b) vmm_b=${2:?}; shift ;;
+	--opts-a) opts_a=${2:?}; shift ;;
+	--opts-b) opts_b=${2:?}; shift ;;
 	--aa) aa=1 ;;
 	--brisk-variants) variants=1 ;;
 	--brisk) brisk=${2:?}; shift ;;
@@ -87,7 +92,7 @@ out=$(cd "$out" && pwd -P)
 brisk=$(readlink -f "$brisk" 2>/dev/null || echo "$brisk")
 
 # Which VMMs take part, in interleaving order: LABEL=KIND:PATH.
-vmms=() pairs=
+vmms=() pairs= devopts=()
 if [ -n "$variants" ]; then
 	for v in off zero zeroattr; do
 		case $v in
@@ -121,6 +126,8 @@ else
 	[ "$la" = "$lb" ] && la=$vmm_a-a lb=$vmm_b-b
 	vmms=("$la=$vmm_a:$(path_of "$vmm_a")" "$lb=$vmm_b:$(path_of "$vmm_b")")
 	pairs=$la:$lb
+	[ -n "$opts_a" ] && devopts+=(--dev-opts "$la=$opts_a")
+	[ -n "$opts_b" ] && devopts+=(--dev-opts "$lb=$opts_b")
 fi
 for v in "${vmms[@]}"; do
 	p=${v#*=}; p=${p#*:}
@@ -140,6 +147,7 @@ fi
 sargs=(--out "$out" --kernel "$kernel" --initrd "$out/fio.cpio" --disk "$disk"
 	--runs "$runs" --runtime "$runtime" --ramp "$ramp")
 for v in "${vmms[@]}"; do sargs+=(--vmm "$v"); done
+sargs+=("${devopts[@]}")
 IFS=, read -r -a clist <<< "$cases"
 for c in "${clist[@]}"; do sargs+=(--case "$c"); done
 [ -n "$pin" ] && sargs+=(--pin "$pin")

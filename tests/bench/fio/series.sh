@@ -19,12 +19,15 @@ usage: series.sh --out DIR --kernel K --initrd I --disk D
                  --vmm LABEL=qemu|brisk:PATH [--vmm ...] [--case NAME ...]
                  [--runs N] [--runtime S] [--ramp S] [--mem SIZE]
                  [--pin CPUS] [--start-timeout S] [--accel kvm|tcg]
+                 [--dev-opts LABEL=OPTS ...]
 cases: split-1q packed-1q (smp 1, 1 queue, 1 job), split-2q packed-2q
        (smp 2, 2 queues, 2 jobs)
+--dev-opts appends ,OPTS to that VMM's virtio-blk-pci -device line.
 EOF
 	exit 2
 }
 
+declare -A devopts
 out= kernel= initrd= disk= runs=3 runtime=8 ramp=2 mem=1G pin=
 start_timeout=180 accel=kvm stage=
 vmms=() cases=()
@@ -44,6 +47,7 @@ while [ $# -gt 0 ]; do
 	--start-timeout) start_timeout=$2; shift ;;
 	--accel) accel=$2; shift ;;
 	--stage-ram) stage=1 ;;
+	--dev-opts) devopts[${2%%=*}]=${2#*=}; shift ;;
 	*) usage ;;
 	esac
 	shift
@@ -135,8 +139,8 @@ cpu_snap() {
 	echo "${12} ${13} ${41}"
 }
 
-vmm_argv() { # kind path case -> argv in the array "argv"
-	local kind=$1 path=$2 packed smp nq njobs append
+vmm_argv() { # kind path case label -> argv in the array "argv"
+	local kind=$1 path=$2 packed smp nq njobs append extra=${devopts[$4]:-}
 	# No process substitution: a chroot may lack /dev/fd.
 	set -- $(case_params "$3")
 	packed=$1 smp=$2 nq=$3 njobs=$4
@@ -156,7 +160,7 @@ vmm_argv() { # kind path case -> argv in the array "argv"
 	argv+=(-m "$mem" -smp "$smp" -kernel "$kernel" -initrd "$initrd"
 		-append "$append"
 		-drive "file=$disk,if=none,id=d0,format=raw,aio=io_uring,cache=none"
-		-device "virtio-blk-pci,drive=d0,packed=$packed,num-queues=$nq,queue-size=256")
+		-device "virtio-blk-pci,drive=d0,packed=$packed,num-queues=$nq,queue-size=256${extra:+,$extra}")
 }
 
 # run_one LABEL KIND PATH CASE RUN ATTEMPT; returns 0 ok, 1 failed, 3 hung
@@ -166,7 +170,7 @@ run_one() {
 	local logf=$out/raw/${cs}_${label}_r${run}_a${att}.log fifo pid line rc
 	local phase=boot deadline terse= irqs= ios= k0= k1= c0= c1= st=ok
 	local argv
-	vmm_argv "$kind" "$path" "$cs"
+	vmm_argv "$kind" "$path" "$cs" "$label"
 	printf '%q ' "${argv[@]}" > "$logf"; echo >> "$logf"
 	sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
 	# Not in --out: that may be a 9p share, where FIFOs do not work.
