@@ -106,7 +106,7 @@ static void count(void *opaque)
 	uint64_t n;
 
 	if (read(c->fd, &n, sizeof(n)) == sizeof(n))
-		c->hits += (int)n;
+		__atomic_add_fetch(&c->hits, (int)n, __ATOMIC_RELAXED);
 }
 
 static void test_iothread(void)
