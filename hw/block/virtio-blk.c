@@ -495,6 +495,22 @@ static bool vblk_kick_round(struct vblk_queue *q)
 	return more;
 }
 
+/*
+ * Pops until the ring is empty and, when polling, reaps the backend's ready
+ * completions; everything that completed meanwhile (also inside add and
+ * submit) leaves in one publish.
+ */
+static void vblk_serve(struct vblk_queue *q, bool reap)
+{
+	q->in_kick = true;
+	while (vblk_kick_round(q))
+		;
+	if (reap)
+		blk_queue_poll_run(q->bq);
+	q->in_kick = false;
+	vblk_publish(q);
+}
+
 static void vblk_kick(void *opaque)
 {
 	struct vblk_queue *q = opaque;
@@ -503,12 +519,7 @@ static void vblk_kick(void *opaque)
 
 	if (read(fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
 		return;
-	q->in_kick = true;
-	while (vblk_kick_round(q))
-		;
-	q->in_kick = false;
-	/* Completions the backend ran inside add/submit. */
-	vblk_publish(q);
+	vblk_serve(q, false);
 }
 
 /*
@@ -533,14 +544,7 @@ static bool vblk_poll_ready(void *opaque)
 
 static void vblk_poll_run(void *opaque)
 {
-	struct vblk_queue *q = opaque;
-
-	q->in_kick = true;
-	while (vblk_kick_round(q))
-		;
-	blk_queue_poll_run(q->bq);
-	q->in_kick = false;
-	vblk_publish(q);
+	vblk_serve(opaque, true);
 }
 
 static void vblk_poll_quiesce(void *opaque, bool quiet)
@@ -678,16 +682,12 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 	if (!q->bq)
 		return -1;
 	q->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	iothread_set_poll_max(q->t, (uint64_t)poll_us * 1000);
 	if (q->done_fd < 0 ||
 	    iothread_add_fd(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
 	    iothread_add_fd(q->t, q->done_fd, vblk_done_handler, q) < 0 ||
-	    (poll_us && iothread_add_poller(q->t, &poller) < 0)) {
-		error_report("virtio-blk %s: cannot set up queue %u: %s",
-			     s->file->path, i, strerror(errno));
-		return -1;
-	}
-	iothread_set_poll_max(q->t, (uint64_t)poll_us * 1000);
-	if (iothread_start(q->t) < 0) {
+	    (poll_us && iothread_add_poller(q->t, &poller) < 0) ||
+	    iothread_start(q->t) < 0) {
 		error_report("virtio-blk %s: cannot set up queue %u: %s",
 			     s->file->path, i, strerror(errno));
 		return -1;
