@@ -222,31 +222,36 @@ static void quiesce_pollers(struct iothread *t, bool quiet)
 }
 
 /*
- * Spins for up to poll_ns with the pollers' wakeups turned off, so a
- * driver that keeps adding work never has to kick.  Other fds are still
- * served (epoll with no timeout), and the spin yields each turn: on a host
- * with fewer CPUs than busy threads the vCPUs must keep running, or there
- * is nothing to find.  Returns true if work turned up.
+ * Spins with the pollers' wakeups turned off until poll_ns pass without
+ * work, so a driver that keeps adding work never has to kick.  Other fds
+ * are still served (epoll with no timeout), and the spin yields each turn:
+ * on a host with fewer CPUs than busy threads the vCPUs must keep running,
+ * or there is nothing to find.  Returns when work was last seen (since, if
+ * none turned up).
+ *
+ * After the spin the thread must sleep, not spin again: re-enabling
+ * wakeups may publish a kick request that quiescing cannot take back
+ * (a split ring's avail_event), so every spin that ends costs the driver
+ * one kick.
  */
-static bool iothread_spin(struct iothread *t)
+static uint64_t iothread_spin(struct iothread *t, uint64_t since)
 {
-	uint64_t end = now_ns() + t->poll_ns;
-	bool hit = false;
+	uint64_t end = since + t->poll_ns;
 
 	quiesce_pollers(t, true);
 	do {
 		if (run_ready_pollers(t) || iothread_poll(t, 0) > 0) {
-			hit = true;
-			/* Still busy: keep the window open. */
-			end = now_ns() + t->poll_ns;
+			since = now_ns();
+			end = since + t->poll_ns;
 		} else {
 			sched_yield();
 		}
 	} while (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE) && now_ns() < end);
 	/* Wakeups back on, then one last look: work may have come meanwhile. */
 	quiesce_pollers(t, false);
-	run_ready_pollers(t);
-	return hit;
+	if (run_ready_pollers(t))
+		since = now_ns();
+	return since;
 }
 
 /*
@@ -274,17 +279,17 @@ static void *iothread_main(void *arg)
 	struct iothread *t = arg;
 
 	while (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE)) {
-		uint64_t start = 0;
+		uint64_t idle_since = 0;
 
 		if (t->poll_max_ns && t->npollers) {
-			start = now_ns();
-			if (t->poll_ns && iothread_spin(t))
-				continue;
+			idle_since = now_ns();
+			if (t->poll_ns)
+				idle_since = iothread_spin(t, idle_since);
 		}
 		if (iothread_poll(t, -1) < 0)
 			break;
-		if (start)
-			adapt_poll(t, now_ns() - start);
+		if (idle_since)
+			adapt_poll(t, now_ns() - idle_since);
 	}
 	return NULL;
 }
