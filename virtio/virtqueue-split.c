@@ -196,9 +196,14 @@ bool virtqueue_split_should_notify(struct virtqueue *vq)
 void virtqueue_split_set_notification(struct virtqueue *vq, bool enable)
 {
 	if (vq->event_idx) {
-		/* Kick when the driver publishes the entry after all we know of. */
-		if (enable)
-			vq_st16(split_avail_event(vq), vq->shadow_avail_idx);
+		/*
+		 * On: kick when the driver publishes the entry after all we know
+		 * of.  Off: point the event at an entry the driver has already
+		 * passed, or the request made when kicks were last enabled
+		 * would still stand and cost one kick.
+		 */
+		vq_st16(split_avail_event(vq),
+			enable ? vq->shadow_avail_idx : (uint16_t)(vq->shadow_avail_idx - 1));
 	} else {
 		vq_st16(&split_used(vq)->flags, enable ? 0 : VRING_USED_F_NO_NOTIFY);
 	}
