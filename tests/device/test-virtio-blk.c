@@ -952,11 +952,11 @@ static void test_polling(unsigned poll_us, bool event_idx)
 	}
 	CHECK(ok == n);
 	/*
-	 * The window grows with each wakeup; on a loaded host the spin may
-	 * still lapse now and then, so ask only that polling spared kicks.
+	 * The window grows with each wakeup: kicks stop once it spans the
+	 * gaps (10-14 of 90 here, also with two CPU hogs beside the test).
 	 */
 	if (poll_us)
-		CHECK(kicks + 5 <= n);
+		CHECK(kicks <= n / 3);
 	else
 		CHECK(kicks == n && late == n / 3);
 	usleep(poll_us + 300 * 1000);
