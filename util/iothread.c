@@ -41,7 +41,7 @@ struct iothread {
 	 */
 	pthread_mutex_t lock;
 	struct iothread_handler *handlers;
-	/* under lock */
+	/* under lock; npollers is also read, atomically, by the loop */
 	struct iothread_poller pollers[IOTHREAD_MAX_POLLERS];
 	unsigned npollers;
 	/* I/O thread only, after start */
@@ -162,7 +162,8 @@ int iothread_add_poller(struct iothread *t, const struct iothread_poller *p)
 
 	pthread_mutex_lock(&t->lock);
 	if (t->npollers < IOTHREAD_MAX_POLLERS) {
-		t->pollers[t->npollers++] = *p;
+		t->pollers[t->npollers] = *p;
+		__atomic_store_n(&t->npollers, t->npollers + 1, __ATOMIC_RELAXED);
 		ret = 0;
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -175,7 +176,8 @@ void iothread_del_poller(struct iothread *t, void *opaque)
 	for (unsigned i = 0; i < t->npollers; i++) {
 		if (t->pollers[i].opaque != opaque)
 			continue;
-		t->pollers[i] = t->pollers[--t->npollers];
+		t->pollers[i] = t->pollers[t->npollers - 1];
+		__atomic_store_n(&t->npollers, t->npollers - 1, __ATOMIC_RELAXED);
 		break;
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -227,12 +229,8 @@ static void quiesce_pollers(struct iothread *t, bool quiet)
  * are still served (epoll with no timeout), and the spin yields each turn:
  * on a host with fewer CPUs than busy threads the vCPUs must keep running,
  * or there is nothing to find.  Returns when work was last seen (since, if
- * none turned up).
- *
- * After the spin the thread must sleep, not spin again: re-enabling
- * wakeups may publish a kick request that quiescing cannot take back
- * (a split ring's avail_event), so every spin that ends costs the driver
- * one kick.
+ * none turned up).  A spin that ran out means a whole window passed idle:
+ * the thread sleeps next, and that idle time sizes the next window.
  */
 static uint64_t iothread_spin(struct iothread *t, uint64_t since)
 {
@@ -281,7 +279,7 @@ static void *iothread_main(void *arg)
 	while (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE)) {
 		uint64_t idle_since = 0;
 
-		if (t->poll_max_ns && t->npollers) {
+		if (t->poll_max_ns && __atomic_load_n(&t->npollers, __ATOMIC_RELAXED)) {
 			idle_since = now_ns();
 			if (t->poll_ns)
 				idle_since = iothread_spin(t, idle_since);
