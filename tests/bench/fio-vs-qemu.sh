@@ -80,6 +80,8 @@ done
 for v in "$runs" "$runtime" "$ramp" "$disk_mib"; do
 	case $v in ''|*[!0-9]*|0) die "not a positive number: $v" ;; esac
 done
+[ -n "$opts_a$opts_b" ] && [ -n "$aa$variants" ] &&
+	die "--opts-a/--opts-b go with --vmm-a/--vmm-b, not --aa or --brisk-variants"
 for v in "$vmm_a" "$vmm_b"; do
 	case $v in brisk|qemu) ;; *) die "--vmm-a/--vmm-b take brisk or qemu, not $v" ;; esac
 done
