@@ -213,6 +213,11 @@ run_one() {
 	done
 	if [ "$st" = timeout ]; then
 		log "$label $cs run $run: no progress in phase '$phase', killing it"
+		# Where each VMM thread is stuck: guest mode, or waiting in the host.
+		for task in /proc/"$pid"/task/*; do
+			echo "@@HOST thread $(cat "$task/comm" 2>/dev/null) state $(awk '{ print $3 }' "$task/stat" 2>/dev/null) wchan $(cat "$task/wchan" 2>/dev/null)"
+			sed 's/^/@@HOST   /' "$task/stack" 2>/dev/null
+		done >> "$logf"
 		kill -9 "$pid" 2>/dev/null
 	fi
 	# The guest powered off; give the VMM a moment to exit on its own.
