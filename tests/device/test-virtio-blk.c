@@ -951,6 +951,8 @@ static void test_polling(unsigned poll_us, bool event_idx)
 		usleep(2000);
 	}
 	CHECK(ok == n);
+	printf("polling: poll-us=%u event_idx=%d: %u kicks for %u requests\n",
+	       poll_us, event_idx, kicks, n);
 	/*
 	 * The window grows with each wakeup: kicks stop once it spans the
 	 * gaps (10-14 of 90 here, also with two CPU hogs beside the test).
