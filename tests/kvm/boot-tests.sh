@@ -45,7 +45,7 @@ if [ -z "$inner" ]; then
 	cd "$outdir" || exit 1
 	args=(--inner --outdir "$outdir" --kernel "$kernel")
 	[ "$vmm" = qemu ] && args+=(--qemu) || args+=(--brisk "$brisk")
-	exec "$here/with-kvm" --timeout "${BRISK_BOOT_TESTS_TIMEOUT:-720}" \
+	exec "$here/with-kvm" --whole-stdout --timeout "${BRISK_BOOT_TESTS_TIMEOUT:-720}" \
 		--work "$outdir" -- "$me" "${args[@]}"
 fi
 
