@@ -125,7 +125,7 @@ run_vm() {
 			vm_killed=1
 		fi
 	done <"$fifo"
-	wait "$pid"
+	wait "$pid" 2>/dev/null	# no "Killed" line for the kills made on purpose
 	vm_rc=$?
 	kill "$dog" 2>/dev/null
 	wait "$dog" 2>/dev/null
@@ -137,9 +137,16 @@ run_vm() {
 blk_lines() { sed -n 's/^BLK //p' "$log"; }
 
 finish_boot() { # finish_boot NAME
+	# On stderr as well: a test runner shows a failed test's stderr, not
+	# its TAP comments.
 	if [ "$dump" -ne 0 ]; then
 		sed 's/^/#   /' "$log" | tail -n 40
 		sed 's/^/#   stderr: /' "$log.err" | tail -n 10
+		{
+			echo "== ${log##*/}: last 40 console lines, then brisk's stderr"
+			tail -n 40 "$log"
+			tail -n 10 "$log.err"
+		} >&2
 	fi
 	dump=0
 }

@@ -148,6 +148,12 @@ boot() {
 	if [ "$dump" -ne 0 ]; then
 		sed 's/^[^ ]* /#   /' "$log" | tail -n 30
 		sed 's/^/#   stderr: /' "$log.err" | tail -n 10
+		# A test runner shows a failed test's stderr, not its TAP comments.
+		{
+			echo "== $name: last 30 console lines, then brisk's stderr"
+			sed 's/^[^ ]* //' "$log" | tail -n 30
+			tail -n 10 "$log.err"
+		} >&2
 	fi
 }
 
