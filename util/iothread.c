@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
@@ -14,7 +15,7 @@
 #include "util/log.h"
 
 #define IOTHREAD_MAX_EVENTS 64
-#define IOTHREAD_MAX_POLLERS 4
+#define IOTHREAD_MAX_POLLERS 64	/* a device may run all its queues on one thread */
 /* Adaptive polling: the first window, and how it grows and shrinks. */
 #define POLL_START_NS 4000ull
 #define POLL_GROW 2
@@ -28,7 +29,7 @@ struct iothread_handler {
 };
 
 struct iothread {
-	const char *name;
+	char name[16];		/* what a thread name can hold */
 	int epfd;
 	int stop_fd;		/* written by iothread_free() to end the loop */
 	pthread_t thread;
@@ -56,7 +57,7 @@ struct iothread *iothread_new(const char *name)
 
 	if (!t)
 		return NULL;
-	t->name = name;
+	snprintf(t->name, sizeof(t->name), "%s", name);
 	t->epfd = epoll_create1(EPOLL_CLOEXEC);
 	t->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (t->epfd < 0 || t->stop_fd < 0) {
@@ -165,6 +166,8 @@ int iothread_add_poller(struct iothread *t, const struct iothread_poller *p)
 		t->pollers[t->npollers] = *p;
 		__atomic_store_n(&t->npollers, t->npollers + 1, __ATOMIC_RELAXED);
 		ret = 0;
+	} else {
+		errno = ENOSPC;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return ret;

@@ -345,7 +345,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 {
 	static const char *const keys[] = {
 		"drive", "packed", "num-queues", "queue-size", "serial",
-		"event_idx", "indirect_desc", "poll-us",
+		"event_idx", "indirect_desc", "poll-us", "iothreads",
 	};
 	const char *w = "-device virtio-blk-pci";
 	unsigned long v;
@@ -356,7 +356,8 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 			break;
 	if (k == ARRAY_SIZE(keys)) {
 		error_report("%s: unknown option '%s' (known: drive, packed, num-queues, "
-			     "queue-size, serial, event_idx, indirect_desc, poll-us)", w, key);
+			     "queue-size, serial, event_idx, indirect_desc, poll-us, iothreads)",
+			     w, key);
 		return -1;
 	}
 	if (!val) {
@@ -412,10 +413,19 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 		return parse_bool(w, key, val, &dc->event_idx);
 	case 6:
 		return parse_bool(w, key, val, &dc->indirect_desc);
-	default:
+	case 7:
 		if (parse_uint(w, key, val, VBLK_MAX_POLL_US, &v))
 			return -1;
 		dc->poll_us = (unsigned)v;
+		return 0;
+	default:
+		if (parse_uint(w, key, val, VBLK_MAX_QUEUES, &v))
+			return -1;
+		if (v == 0) {
+			error_report("%s: iothreads=0: need 1 to %d", w, VBLK_MAX_QUEUES);
+			return -1;
+		}
+		dc->iothreads = (unsigned)v;
 		return 0;
 	}
 }

@@ -105,7 +105,6 @@ struct vblk_queue {
 	struct iothread *t;
 	struct blk_queue *bq;
 	int done_fd;		/* completions wait for publishing */
-	char name[32];
 
 	/* under s->vdev.lock */
 	bool serving;
@@ -129,6 +128,8 @@ struct vblk {
 	uint64_t capacity;	/* sectors */
 	unsigned nq;
 	struct vblk_queue *q;
+	unsigned nt;
+	struct iothread **t;	/* queue i is served by t[i % nt] */
 	uint8_t serial[VBLK_SERIAL_LEN];
 	uint8_t config[VBLK_CONFIG_LEN];
 };
@@ -663,7 +664,7 @@ static uint64_t vblk_features(const struct vblk *s, const struct blk_device_cfg 
 }
 
 static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
-			   unsigned poll_us)
+			   bool poll)
 {
 	struct vblk_queue *q = &s->q[i];
 	struct iothread_poller poller = {
@@ -674,20 +675,15 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 	q->s = s;
 	q->idx = i;
 	q->done_fd = -1;
-	snprintf(q->name, sizeof(q->name), "vblk%u", i);
-	q->t = iothread_new(q->name);
-	if (!q->t)
-		return -1;
+	q->t = s->t[i % s->nt];
 	q->bq = blk_queue_new(s->file, q->t, aio);
 	if (!q->bq)
 		return -1;
 	q->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	iothread_set_poll_max(q->t, (uint64_t)poll_us * 1000);
 	if (q->done_fd < 0 ||
 	    iothread_add_fd(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
 	    iothread_add_fd(q->t, q->done_fd, vblk_done_handler, q) < 0 ||
-	    (poll_us && iothread_add_poller(q->t, &poller) < 0) ||
-	    iothread_start(q->t) < 0) {
+	    (poll && iothread_add_poller(q->t, &poller) < 0)) {
 		error_report("virtio-blk %s: cannot set up queue %u: %s",
 			     s->file->path, i, strerror(errno));
 		return -1;
@@ -695,6 +691,30 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 	return 0;
 }
 
+static int vblk_threads_init(struct vblk *s, const struct blk_device_cfg *cfg)
+{
+	s->nt = cfg->iothreads ? cfg->iothreads : s->nq;
+	if (s->nt > s->nq) {
+		error_report("virtio-blk %s: iothreads=%u exceeds num-queues=%u",
+			     s->file->path, s->nt, s->nq);
+		return -1;
+	}
+	s->t = calloc(s->nt, sizeof(*s->t));
+	if (!s->t)
+		return -1;
+	for (unsigned j = 0; j < s->nt; j++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "vblk%u", j);
+		s->t[j] = iothread_new(name);
+		if (!s->t[j])
+			return -1;
+		iothread_set_poll_max(s->t[j], (uint64_t)cfg->poll_us * 1000);
+	}
+	return 0;
+}
+
+/* Leaves the I/O thread running: it may serve other queues. */
 static void vblk_queue_destroy(struct vblk_queue *q)
 {
 	if (!q->t)
@@ -707,7 +727,7 @@ static void vblk_queue_destroy(struct vblk_queue *q)
 	__atomic_store_n(&q->closing, true, __ATOMIC_RELEASE);
 	/* Runs the callbacks of everything in flight: they only free. */
 	blk_queue_free(q->bq);
-	iothread_free(q->t);
+	/* Nothing of this queue's is left on the thread to touch q->done. */
 	while (q->done) {
 		struct vblk_req *r = q->done;
 
@@ -731,6 +751,10 @@ void vblk_destroy(struct vblk *s)
 	}
 	for (unsigned i = 0; s->q && i < s->nq; i++)
 		vblk_queue_destroy(&s->q[i]);
+	for (unsigned j = 0; s->t && j < s->nt; j++)
+		if (s->t[j])
+			iothread_free(s->t[j]);
+	free(s->t);
 	free(s->q);
 	if (s->vdev_ready)
 		virtio_device_destroy(&s->vdev);
@@ -778,9 +802,18 @@ struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
 		s->q[i].s = s;
 		s->q[i].done_fd = -1;
 	}
+	if (vblk_threads_init(s, cfg) < 0)
+		goto fail;
 	for (unsigned i = 0; i < s->nq; i++)
-		if (vblk_queue_init(s, i, d->aio, cfg->poll_us) < 0)
+		if (vblk_queue_init(s, i, d->aio, cfg->poll_us != 0) < 0)
 			goto fail;
+	for (unsigned j = 0; j < s->nt; j++) {
+		if (iothread_start(s->t[j]) < 0) {
+			error_report("virtio-blk %s: cannot start I/O thread %u: %s",
+				     s->file->path, j, strerror(errno));
+			goto fail;
+		}
+	}
 	s->pci = virtio_pci_create(m, &s->vdev, VIRTIO_PCI_DEVICE_ID(VIRTIO_ID_BLOCK),
 				   PCI_CLASS_STORAGE_OTHER);
 	if (!s->pci)

@@ -38,6 +38,7 @@ struct iothread_poller {
 	void *opaque;
 };
 
+/* At most 64 per thread; -1 with ENOSPC beyond. */
 int iothread_add_poller(struct iothread *t, const struct iothread_poller *p);
 void iothread_del_poller(struct iothread *t, void *opaque);
 /* Before iothread_start(); 0 (the default) never polls. */

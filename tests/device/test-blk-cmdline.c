@@ -78,7 +78,8 @@ static void test_good(void)
 	CHECK(run(L("file=/img/a,,b.raw,if=none,id=d0,format=raw,aio=threads,"
 		    "cache=none,readonly=on"),
 		  L("virtio-blk-pci,drive=d0,packed=on,num-queues=4,queue-size=128,"
-		    "serial=SER-01,event_idx=off,indirect_desc=off,poll-us=0"), &c) == 0);
+		    "serial=SER-01,event_idx=off,indirect_desc=off,poll-us=0,iothreads=2"),
+		  &c) == 0);
 	CHECK(stderr_lines() == 0);
 	if (c) {
 		CHECK(c->nr_drives == 1 && c->nr_devs == 1);
@@ -92,6 +93,7 @@ static void test_good(void)
 		CHECK(!strcmp(c->devs[0].serial, "SER-01"));
 		CHECK(!c->devs[0].event_idx && !c->devs[0].indirect_desc);
 		CHECK(c->devs[0].poll_us == 0);
+		CHECK(c->devs[0].iothreads == 2);
 		blk_cmdline_free(c);
 	}
 
@@ -112,6 +114,7 @@ static void test_good(void)
 		CHECK(c->devs[0].event_idx && c->devs[0].indirect_desc);
 		CHECK(c->devs[0].poll_us == VBLK_DEFAULT_POLL_US);
 		CHECK(c->devs[1].poll_us == VBLK_DEFAULT_POLL_US);
+		CHECK(c->devs[0].iothreads == 0);	/* one per queue */
 		CHECK(c->devs[0].serial[0] == '\0');
 		CHECK(strlen(c->devs[2].serial) == 20);
 		blk_cmdline_free(c);
@@ -164,6 +167,8 @@ static void test_bad(void)
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,poll-us=1000001"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,poll-us=-1"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,poll-us=5us"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,iothreads=0"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,iothreads=65"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,packed"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,drive=d"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,addr=3"));
@@ -175,6 +180,8 @@ static void test_bad(void)
 	CHECK(run(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=1024,num-queues=1"),
 		  NULL) == 0);
 	CHECK(run(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,poll-us=1000000"),
+		  NULL) == 0);
+	CHECK(run(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,num-queues=64,iothreads=64"),
 		  NULL) == 0);
 	CHECK(stderr_lines() == 0);
 }

@@ -6,6 +6,8 @@
  * (0xcf8/0xcfc config cycles and BAR MMIO), as a vCPU would.  The device's
  * I/O threads run for real; every wait is bounded.
  */
+#include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -134,7 +136,10 @@ static uint8_t disk_byte(unsigned off)
 }
 
 /* Builds the machine and the devices; args are -drive/-device strings. */
-static struct tmachine *machine_new(const char *drive, const char *device, unsigned ncpus)
+static void machine_free(struct tmachine *t);
+
+/* NULL, with brisk's error on stderr, when the device cannot be made. */
+static struct tmachine *machine_try(const char *drive, const char *device, unsigned ncpus)
 {
 	struct tmachine *t = calloc(1, sizeof(*t));
 	char arg[256];
@@ -160,7 +165,18 @@ static struct tmachine *machine_new(const char *drive, const char *device, unsig
 	if (blk_cmdline_drive(t->c, arg) < 0 ||
 	    (device && blk_cmdline_device(t->c, device) < 0) ||
 	    blk_cmdline_finish(t->c) < 0 || blk_devices_create(t->c, &t->m) < 0) {
-		fprintf(stderr, "cannot create device from %s %s\n", arg, device ? device : "");
+		machine_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static struct tmachine *machine_new(const char *drive, const char *device, unsigned ncpus)
+{
+	struct tmachine *t = machine_try(drive, device, ncpus);
+
+	if (!t) {
+		fprintf(stderr, "cannot create device from %s %s\n", drive, device ? device : "");
 		exit(1);
 	}
 	return t;
@@ -971,37 +987,85 @@ static void test_polling(unsigned poll_us, bool event_idx)
 	machine_free(t);
 }
 
-static void test_multiqueue(void)
+/* Threads of this process whose name starts with prefix. */
+static unsigned threads_named(const char *prefix)
 {
-	struct tmachine *t = machine_new("file=%s,if=none,id=x", "virtio-blk-pci,drive=x", 2);
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *e;
+	unsigned n = 0;
+
+	if (!dir)
+		return 0;
+	while ((e = readdir(dir))) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, prefix, strlen(prefix)))
+			n++;
+		fclose(f);
+	}
+	closedir(dir);
+	return n;
+}
+
+/*
+ * Every queue serves its own requests, also when queues share I/O threads
+ * (iothreads=N: queue i runs on thread i % N).
+ */
+static void test_multiqueue(unsigned nq, unsigned iothreads)
+{
+	char dev[96];
 	struct vdev d;
-	struct gq q[2];
+	struct gq q[4];
 	uint32_t len;
 
+	assert(nq <= 4);
+	if (iothreads)
+		snprintf(dev, sizeof(dev), "virtio-blk-pci,drive=x,iothreads=%u", iothreads);
+	else
+		snprintf(dev, sizeof(dev), "virtio-blk-pci,drive=x");
+	struct tmachine *t = machine_new("file=%s,if=none,id=x", dev, nq);
+
+	CHECK(threads_named("vblk") == (iothreads ? iothreads : nq));
 	CHECK(vdev_find(t, 0, &d));
-	CHECK(mmio_read(t, d.common + 0x12, 2) == 2);
-	CHECK(mmio_read(t, d.device + 34, 2) == 2);
-	CHECK(vdev_init(&d, q, 2, 64, ALL_FEATURES) >> F_MQ & 1);
-	for (unsigned i = 0; i < 16; i++) {
-		breq_add(&q[0], &(struct breq){ T_IN, i, 512, 1, false, i, 0, 0 });
-		breq_add(&q[1], &(struct breq){ T_IN, 100 + i, 512, 1, false, 16 + i, 0, 0 });
-	}
-	gq_kick(&q[0]);
-	gq_kick(&q[1]);
+	CHECK(mmio_read(t, d.common + 0x12, 2) == nq);
+	CHECK(mmio_read(t, d.device + 34, 2) == nq);
+	CHECK(vdev_init(&d, q, nq, 64, ALL_FEATURES) >> F_MQ & 1);
+	for (unsigned i = 0; i < 8; i++)
+		for (unsigned k = 0; k < nq; k++)
+			breq_add(&q[k], &(struct breq){ T_IN, 100 * k + i, 512, 1, false,
+							 8 * k + i, 0, 0 });
+	for (unsigned k = 0; k < nq; k++)
+		gq_kick(&q[k]);
 	unsigned got = 0;
 
-	for (unsigned i = 0; i < 16; i++) {
-		got += gq_wait_used(&q[0], &len) >= 0;
-		got += gq_wait_used(&q[1], &len) >= 0;
-	}
-	CHECK(got == 32);
+	for (unsigned i = 0; i < 8; i++)
+		for (unsigned k = 0; k < nq; k++)
+			got += gq_wait_used(&q[k], &len) >= 0;
+	CHECK(got == 8 * nq);
 	bool same = true;
 
-	for (unsigned i = 0; i < 16; i++)
-		same &= slot_data(t, i)[0] == disk_byte(i * 512) &&
-			slot_data(t, 16 + i)[0] == disk_byte((100 + i) * 512);
+	for (unsigned i = 0; i < 8; i++)
+		for (unsigned k = 0; k < nq; k++)
+			same &= slot_data(t, 8 * k + i)[0] == disk_byte((100 * k + i) * 512);
 	CHECK(same);
 	machine_free(t);
+	CHECK(threads_named("vblk") == 0);
+}
+
+/* More threads than queues is a command-line error, and leaks nothing. */
+static void test_iothreads_too_many(void)
+{
+	CHECK(machine_try("file=%s,if=none,id=x", "virtio-blk-pci,drive=x,iothreads=3", 2) == NULL);
+	CHECK(machine_try("file=%s,if=none,id=x",
+			  "virtio-blk-pci,drive=x,num-queues=1,iothreads=2", 4) == NULL);
+	CHECK(threads_named("vblk") == 0);
 }
 
 /* Reset while writes are in flight; the device must serve again after. */
@@ -1151,7 +1215,10 @@ int main(void)
 	test_polling(0, true);
 	test_polling(200 * 1000, true);
 	test_polling(200 * 1000, false);
-	test_multiqueue();
+	test_multiqueue(2, 0);
+	test_multiqueue(4, 1);
+	test_multiqueue(4, 3);
+	test_iothreads_too_many();
 	test_reset_inflight();
 	test_hostile();
 	test_two_devices();
