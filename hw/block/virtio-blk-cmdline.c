@@ -309,7 +309,7 @@ static void device_defaults(struct blk_device_cfg *dc)
 	*dc = (struct blk_device_cfg){
 		.event_idx = true, .indirect_desc = true,
 		.queue_size = VBLK_DEFAULT_QUEUE_SIZE,
-		.poll_us = VBLK_DEFAULT_POLL_US,
+		.poll_us = VBLK_DEFAULT_POLL_US, .iothreads = 1,
 	};
 }
 

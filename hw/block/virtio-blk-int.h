@@ -40,7 +40,7 @@ struct blk_device_cfg {
 	unsigned num_queues;	/* 0: one per vCPU, resolved at create */
 	unsigned queue_size;
 	unsigned poll_us;	/* I/O thread polling window, at most */
-	unsigned iothreads;	/* 0: one per queue; queue i runs on i % n */
+	unsigned iothreads;	/* I/O threads; queue i runs on i % n */
 	char serial[VBLK_SERIAL_LEN + 1];
 	struct vblk *dev;	/* the live device, once created */
 };

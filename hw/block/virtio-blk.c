@@ -2,9 +2,11 @@
 /*
  * virtio-blk (VIRTIO 1.2, 5.2) on the modern PCI transport.
  *
- * Every virtqueue has its own I/O thread and its own blk_queue, so queues
- * never wait for each other except on the device lock, which is taken once
- * per batch of pops and once per batch of completions, never per request.
+ * Every virtqueue has its own blk_queue (its own io_uring) and runs on one
+ * of the device's I/O threads (iothreads=N, default 1: a polling thread
+ * per queue would keep as many host CPUs spinning as the guest has
+ * queues).  The device lock is taken once per batch of pops and once per
+ * batch of completions, never per request.
  *
  * Guest mistakes in a request's layout come in two kinds.  Breaking the
  * rules every driver must follow (no room for the header or the status
@@ -693,7 +695,7 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 
 static int vblk_threads_init(struct vblk *s, const struct blk_device_cfg *cfg)
 {
-	s->nt = cfg->iothreads ? cfg->iothreads : s->nq;
+	s->nt = cfg->iothreads ? cfg->iothreads : 1;
 	if (s->nt > s->nq) {
 		error_report("virtio-blk %s: iothreads=%u exceeds num-queues=%u",
 			     s->file->path, s->nt, s->nq);

@@ -114,7 +114,7 @@ static void test_good(void)
 		CHECK(c->devs[0].event_idx && c->devs[0].indirect_desc);
 		CHECK(c->devs[0].poll_us == VBLK_DEFAULT_POLL_US);
 		CHECK(c->devs[1].poll_us == VBLK_DEFAULT_POLL_US);
-		CHECK(c->devs[0].iothreads == 0);	/* one per queue */
+		CHECK(c->devs[0].iothreads == 1);
 		CHECK(c->devs[0].serial[0] == '\0');
 		CHECK(strlen(c->devs[2].serial) == 20);
 		blk_cmdline_free(c);
