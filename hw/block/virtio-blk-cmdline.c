@@ -345,7 +345,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 {
 	static const char *const keys[] = {
 		"drive", "packed", "num-queues", "queue-size", "serial",
-		"event_idx", "indirect_desc", "poll-us", "iothreads",
+		"event_idx", "indirect_desc", "poll-us", "iothreads", "irq-coalesce-us",
 	};
 	const char *w = "-device virtio-blk-pci";
 	unsigned long v;
@@ -356,7 +356,8 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 			break;
 	if (k == ARRAY_SIZE(keys)) {
 		error_report("%s: unknown option '%s' (known: drive, packed, num-queues, "
-			     "queue-size, serial, event_idx, indirect_desc, poll-us, iothreads)",
+			     "queue-size, serial, event_idx, indirect_desc, poll-us, iothreads, "
+			     "irq-coalesce-us)",
 			     w, key);
 		return -1;
 	}
@@ -418,7 +419,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 			return -1;
 		dc->poll_us = (unsigned)v;
 		return 0;
-	default:
+	case 8:
 		if (parse_uint(w, key, val, VBLK_MAX_QUEUES, &v))
 			return -1;
 		if (v == 0) {
@@ -426,6 +427,11 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 			return -1;
 		}
 		dc->iothreads = (unsigned)v;
+		return 0;
+	default:
+		if (parse_uint(w, key, val, VBLK_MAX_COALESCE_US, &v))
+			return -1;
+		dc->irq_coalesce_us = (unsigned)v;
 		return 0;
 	}
 }

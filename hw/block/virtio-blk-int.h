@@ -18,6 +18,7 @@
 #define VBLK_DEFAULT_QUEUE_SIZE 256
 #define VBLK_DEFAULT_POLL_US 2000
 #define VBLK_MAX_POLL_US 1000000
+#define VBLK_MAX_COALESCE_US 1000000
 
 struct vblk;
 
@@ -41,6 +42,7 @@ struct blk_device_cfg {
 	unsigned queue_size;
 	unsigned poll_us;	/* I/O thread polling window, at most */
 	unsigned iothreads;	/* I/O threads; queue i runs on i % n */
+	unsigned irq_coalesce_us;	/* 0: every batch interrupts at once */
 	char serial[VBLK_SERIAL_LEN + 1];
 	struct vblk *dev;	/* the live device, once created */
 };

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "block/block.h"
@@ -107,10 +108,13 @@ struct vblk_queue {
 	struct iothread *t;
 	struct blk_queue *bq;
 	int done_fd;		/* completions wait for publishing */
+	int irq_timer_fd;	/* ends a held interrupt's wait */
+	uint64_t coalesce_ns;
 
 	/* under s->vdev.lock */
 	bool serving;
 	uint32_t gen;		/* bumped by reset: older requests are dropped */
+	bool irq_held;		/* used entries published, interrupt not sent */
 
 	/* I/O thread only */
 	struct vblk_req *done;	/* completed, not yet in the used ring */
@@ -343,6 +347,53 @@ static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why
 }
 
 /*
+ * Interrupt coalescing (irq-coalesce-us): while more of the queue's
+ * requests are in the backend, the interrupt for entries just published
+ * waits, up to the window, for theirs, so one interrupt (one or two VM
+ * exits) covers several completions.  The entries are in the used ring at
+ * once; only the interrupt waits.  The last request out never waits, so a
+ * guest with one request in flight sees no added latency.
+ */
+static void vblk_irq_send_locked(struct vblk_queue *q)
+{
+	q->irq_held = false;
+	virtio_notify(&q->s->vdev, q->idx);
+}
+
+static void vblk_irq_locked(struct vblk_queue *q)
+{
+	if (!q->coalesce_ns || !q->in_backend) {
+		vblk_irq_send_locked(q);
+		return;
+	}
+	if (q->irq_held)
+		return;
+	struct itimerspec its = {
+		.it_value = { .tv_sec = q->coalesce_ns / 1000000000,
+			      .tv_nsec = q->coalesce_ns % 1000000000 },
+	};
+
+	q->irq_held = true;
+	/* Cannot fail for a valid fd and time; should it, send now. */
+	if (timerfd_settime(q->irq_timer_fd, 0, &its, NULL) < 0)
+		vblk_irq_send_locked(q);
+}
+
+static void vblk_irq_timer_handler(void *opaque)
+{
+	struct vblk_queue *q = opaque;
+	struct virtio_device *vdev = &q->s->vdev;
+	uint64_t cnt;
+
+	if (read(q->irq_timer_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&vdev->lock);
+	if (q->irq_held && q->serving && !vdev->broken)
+		vblk_irq_send_locked(q);
+	pthread_mutex_unlock(&vdev->lock);
+}
+
+/*
  * Puts completed requests into the used ring: one flush and at most one
  * interrupt for the whole list.  Requests from before a reset are only
  * freed.  Called with the device lock held.
@@ -366,7 +417,7 @@ static void vblk_publish_locked(struct vblk_queue *q, struct vblk_req *list)
 	}
 	if (n) {
 		virtqueue_flush(vq, n);
-		virtio_notify(vdev, q->idx);
+		vblk_irq_locked(q);
 	}
 }
 
@@ -611,6 +662,7 @@ static void vblk_reset(struct virtio_device *vdev)
 	for (unsigned i = 0; i < s->nq; i++) {
 		s->q[i].serving = false;
 		s->q[i].gen++;
+		s->q[i].irq_held = false;
 	}
 }
 
@@ -666,7 +718,7 @@ static uint64_t vblk_features(const struct vblk *s, const struct blk_device_cfg 
 }
 
 static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
-			   bool poll)
+			   bool poll, unsigned coalesce_us)
 {
 	struct vblk_queue *q = &s->q[i];
 	struct iothread_poller poller = {
@@ -677,11 +729,22 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 	q->s = s;
 	q->idx = i;
 	q->done_fd = -1;
+	q->irq_timer_fd = -1;
 	q->t = s->t[i % s->nt];
 	q->bq = blk_queue_new(s->file, q->t, aio);
 	if (!q->bq)
 		return -1;
 	q->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	q->coalesce_ns = (uint64_t)coalesce_us * 1000;
+	if (coalesce_us) {
+		q->irq_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (q->irq_timer_fd < 0 ||
+		    iothread_add_fd(q->t, q->irq_timer_fd, vblk_irq_timer_handler, q) < 0) {
+			error_report("virtio-blk %s: cannot set up queue %u: %s",
+				     s->file->path, i, strerror(errno));
+			return -1;
+		}
+	}
 	if (q->done_fd < 0 ||
 	    iothread_add_fd(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
 	    iothread_add_fd(q->t, q->done_fd, vblk_done_handler, q) < 0 ||
@@ -726,6 +789,8 @@ static void vblk_queue_destroy(struct vblk_queue *q)
 		iothread_del_fd(q->t, q->s->vdev.queues[q->idx].kick_fd);
 	if (q->done_fd >= 0)
 		iothread_del_fd(q->t, q->done_fd);
+	if (q->irq_timer_fd >= 0)
+		iothread_del_fd(q->t, q->irq_timer_fd);
 	__atomic_store_n(&q->closing, true, __ATOMIC_RELEASE);
 	/* Runs the callbacks of everything in flight: they only free. */
 	blk_queue_free(q->bq);
@@ -738,6 +803,8 @@ static void vblk_queue_destroy(struct vblk_queue *q)
 	}
 	if (q->done_fd >= 0)
 		close(q->done_fd);
+	if (q->irq_timer_fd >= 0)
+		close(q->irq_timer_fd);
 }
 
 void vblk_destroy(struct vblk *s)
@@ -803,11 +870,13 @@ struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
 	for (unsigned i = 0; i < s->nq; i++) {
 		s->q[i].s = s;
 		s->q[i].done_fd = -1;
+		s->q[i].irq_timer_fd = -1;
 	}
 	if (vblk_threads_init(s, cfg) < 0)
 		goto fail;
 	for (unsigned i = 0; i < s->nq; i++)
-		if (vblk_queue_init(s, i, d->aio, cfg->poll_us != 0) < 0)
+		if (vblk_queue_init(s, i, d->aio, cfg->poll_us != 0,
+				    cfg->irq_coalesce_us) < 0)
 			goto fail;
 	for (unsigned j = 0; j < s->nt; j++) {
 		if (iothread_start(s->t[j]) < 0) {

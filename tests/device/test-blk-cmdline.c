@@ -78,7 +78,8 @@ static void test_good(void)
 	CHECK(run(L("file=/img/a,,b.raw,if=none,id=d0,format=raw,aio=threads,"
 		    "cache=none,readonly=on"),
 		  L("virtio-blk-pci,drive=d0,packed=on,num-queues=4,queue-size=128,"
-		    "serial=SER-01,event_idx=off,indirect_desc=off,poll-us=0,iothreads=2"),
+		    "serial=SER-01,event_idx=off,indirect_desc=off,poll-us=0,iothreads=2,"
+		    "irq-coalesce-us=250"),
 		  &c) == 0);
 	CHECK(stderr_lines() == 0);
 	if (c) {
@@ -94,6 +95,7 @@ static void test_good(void)
 		CHECK(!c->devs[0].event_idx && !c->devs[0].indirect_desc);
 		CHECK(c->devs[0].poll_us == 0);
 		CHECK(c->devs[0].iothreads == 2);
+		CHECK(c->devs[0].irq_coalesce_us == 250);
 		blk_cmdline_free(c);
 	}
 
@@ -115,6 +117,7 @@ static void test_good(void)
 		CHECK(c->devs[0].poll_us == VBLK_DEFAULT_POLL_US);
 		CHECK(c->devs[1].poll_us == VBLK_DEFAULT_POLL_US);
 		CHECK(c->devs[0].iothreads == 1);
+		CHECK(c->devs[0].irq_coalesce_us == 0);
 		CHECK(c->devs[0].serial[0] == '\0');
 		CHECK(strlen(c->devs[2].serial) == 20);
 		blk_cmdline_free(c);
@@ -169,6 +172,8 @@ static void test_bad(void)
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,poll-us=5us"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,iothreads=0"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,iothreads=65"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,irq-coalesce-us=1000001"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,irq-coalesce-us=1ms"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,packed"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,drive=d"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,addr=3"));

@@ -987,6 +987,87 @@ static void test_polling(unsigned poll_us, bool event_idx)
 	machine_free(t);
 }
 
+/* Waits, without taking interrupts, until n used entries came back. */
+static unsigned wait_used_quietly(struct gq *q, unsigned n)
+{
+	long end = now_ms() + WAIT_MS;
+	unsigned got = 0;
+	uint32_t len;
+
+	while (got < n && now_ms() < end) {
+		if (gq_get_used(q, &len) >= 0)
+			got++;
+		else
+			usleep(1000);
+	}
+	return got;
+}
+
+/*
+ * irq-coalesce-us: while another request is still in the backend, the
+ * interrupt for a completion waits for it; the last one out sends it at
+ * once.  A GET_ID completes while the device pops, before the read beside
+ * it is even submitted, so without coalescing the pair takes exactly two
+ * interrupts and with it exactly one.
+ */
+static void test_irq_coalesce(unsigned coalesce_us)
+{
+	char dev[96];
+	struct vdev d;
+	struct gq q;
+	uint64_t irqs;
+
+	snprintf(dev, sizeof(dev),
+		 "virtio-blk-pci,drive=x,num-queues=1,poll-us=0,irq-coalesce-us=%u", coalesce_us);
+	struct tmachine *t = machine_new("file=%s,if=none,id=x", dev, 1);
+
+	CHECK(vdev_find(t, 0, &d));
+	/* Without EVENT_IDX every used batch asks for an interrupt. */
+	vdev_init(&d, &q, 1, 64, ALL_FEATURES & ~(1ull << VIRTIO_F_RING_EVENT_IDX));
+
+	/* A lone request is the last out: not held, even by a 1 s window. */
+	breq_add(&q, &(struct breq){ T_IN, 1, 512, 1, false, 0, 0, 0 });
+	gq_kick(&q);
+	CHECK(irq_take(&d, 1, 500) == 1);
+	CHECK(wait_used_quietly(&q, 1) == 1);
+
+	for (unsigned round = 0; round < 3; round++) {
+		breq_add(&q, &(struct breq){ T_GET_ID, 0, 20, 1, false, 1, 0, 0 });
+		breq_add(&q, &(struct breq){ T_IN, 64, 65536, 4, true, 2, 0, 0 });
+		gq_kick(&q);
+		CHECK(wait_used_quietly(&q, 2) == 2);
+		unsigned want = coalesce_us ? 1 : 2;
+		long end = now_ms() + WAIT_MS / 5;
+
+		/* The last interrupt may still be on its way; then none more. */
+		for (irqs = 0; irqs < want && now_ms() < end;)
+			irqs += irq_take(&d, 1, 10);
+		irqs += irq_take(&d, 1, 50);
+		CHECK(irqs == want);
+		if (irqs != want)
+			printf("irq-coalesce-us=%u: %llu interrupts for GET_ID + read\n",
+			       coalesce_us, (unsigned long long)irqs);
+		CHECK(slot_data(t, 2)[0] == disk_byte(64 * 512));
+	}
+
+	/* A batch: however its completions arrive, interrupts are not lost. */
+	for (unsigned i = 0; i < 32; i++)
+		breq_add(&q, &(struct breq){ T_IN, 64 * i, 16384, 4, true, i, 0, 0 });
+	gq_kick(&q);
+	CHECK(wait_used_quietly(&q, 32) == 32);
+	irqs = irq_take(&d, 1, 500);
+	CHECK(irqs >= 1);
+	if (coalesce_us)
+		CHECK(irqs == 1);
+	bool same = true;
+
+	for (unsigned i = 0; i < 32; i++)
+		same &= slot_data(t, i)[0] == disk_byte(64 * i * 512);
+	CHECK(same);
+	CHECK(irq_take(&d, 1, 50) == 0);
+	machine_free(t);
+}
+
 /* Threads of this process whose name starts with prefix. */
 static unsigned threads_named(const char *prefix)
 {
@@ -1215,6 +1296,8 @@ int main(void)
 	test_polling(0, true);
 	test_polling(200 * 1000, true);
 	test_polling(200 * 1000, false);
+	test_irq_coalesce(0);
+	test_irq_coalesce(1000000);
 	test_multiqueue(2, 0);
 	test_multiqueue(4, 4);
 	test_multiqueue(4, 3);
