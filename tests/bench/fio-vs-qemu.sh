@@ -171,7 +171,7 @@ say "$nruns runs (${#vmms[@]} VMMs x ${#clist[@]} cases x $runs), ${ramp}s warm-
 "$withkvm" --timeout "$limit" --mem "$mem" --cpus 2 --work "$out" -- \
 	"$fio/series.sh" "${sargs[@]}"
 rc=$?
-[ $rc -eq 124 ] && say "the series ran past ${limit}s"
+[ $rc -eq 124 ] && say "the series did not finish: it ran past ${limit}s, or the nested host failed twice (see above); the runs done so far follow"
 [ "$(wc -l < "$out/results.csv")" -gt 1 ] || die "no results (status $rc), see $out/series.log"
 
 {
