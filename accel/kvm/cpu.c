@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,13 +166,16 @@ static int vcpu_set_cpuid(struct kvm_vcpu *v)
 	return ret;
 }
 
+_Static_assert(offsetof(struct kvm_msrs, entries) == 8, "kvm_msrs layout");
+
 static int vcpu_set_msrs(struct kvm_vcpu *v)
 {
+	/* struct kvm_msrs with room for two entries, in ISO C. */
 	struct {
-		struct kvm_msrs hdr;
+		__u32 nmsrs, pad;
 		struct kvm_msr_entry e[2];
 	} msrs = {
-		.hdr.nmsrs = 2,
+		.nmsrs = 2,
 		.e = {
 			{ .index = MSR_IA32_MISC_ENABLE, .data = MISC_ENABLE_FAST_STRING },
 			{ .index = MSR_MTRR_DEF_TYPE, .data = MTRR_ENABLE_WB },
