@@ -182,8 +182,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 fl & 8 ? "threads" : "io_uring", fl & 16 ? "on" : "off");
 	snprintf(device, sizeof(device),
 		 "virtio-blk-pci,drive=d0,packed=%s,event_idx=%s,indirect_desc=%s,"
-		 "queue-size=256,num-queues=1,serial=fuzz", d.packed ? "on" : "off",
-		 fl & 2 ? "on" : "off", fl & 4 ? "on" : "off");
+		 "queue-size=256,num-queues=1,serial=fuzz,irq-coalesce-us=%u",
+		 d.packed ? "on" : "off", fl & 2 ? "on" : "off", fl & 4 ? "on" : "off",
+		 fl & 64 ? 50 : 0);
 	if (fm_init(&d.f, in.p, in.n, RAM_SIZE, drive, device) < 0)
 		abort();
 	d.ram = d.f.ram.block[0];
