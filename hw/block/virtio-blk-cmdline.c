@@ -113,6 +113,22 @@ bad:
 	return -1;
 }
 
+/* A count of queues or of threads serving them: 1 to VBLK_MAX_QUEUES. */
+static int parse_queue_count(const char *what, const char *key, const char *val,
+			     unsigned *out)
+{
+	unsigned long v;
+
+	if (parse_uint(what, key, val, VBLK_MAX_QUEUES, &v))
+		return -1;
+	if (v == 0) {
+		error_report("%s: %s=0: need 1 to %d", what, key, VBLK_MAX_QUEUES);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 /* QEMU's identifier rule: a letter, then letters, digits, '-', '.', '_'. */
 static bool id_valid(const char *id)
 {
@@ -378,14 +394,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 	case 1:
 		return parse_bool(w, key, val, &dc->packed);
 	case 2:
-		if (parse_uint(w, key, val, VBLK_MAX_QUEUES, &v))
-			return -1;
-		if (v == 0) {
-			error_report("%s: num-queues=0: need 1 to %d", w, VBLK_MAX_QUEUES);
-			return -1;
-		}
-		dc->num_queues = (unsigned)v;
-		return 0;
+		return parse_queue_count(w, key, val, &dc->num_queues);
 	case 3:
 		if (parse_uint(w, key, val, VBLK_MAX_QUEUE_SIZE, &v))
 			return -1;
@@ -420,14 +429,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 		dc->poll_us = (unsigned)v;
 		return 0;
 	case 8:
-		if (parse_uint(w, key, val, VBLK_MAX_QUEUES, &v))
-			return -1;
-		if (v == 0) {
-			error_report("%s: iothreads=0: need 1 to %d", w, VBLK_MAX_QUEUES);
-			return -1;
-		}
-		dc->iothreads = (unsigned)v;
-		return 0;
+		return parse_queue_count(w, key, val, &dc->iothreads);
 	default:
 		if (parse_uint(w, key, val, VBLK_MAX_COALESCE_US, &v))
 			return -1;

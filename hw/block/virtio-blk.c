@@ -728,24 +728,17 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 
 	q->s = s;
 	q->idx = i;
-	q->done_fd = -1;
-	q->irq_timer_fd = -1;
 	q->t = s->t[i % s->nt];
 	q->bq = blk_queue_new(s->file, q->t, aio);
 	if (!q->bq)
 		return -1;
 	q->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	q->coalesce_ns = (uint64_t)coalesce_us * 1000;
-	if (coalesce_us) {
+	if (coalesce_us)
 		q->irq_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (q->irq_timer_fd < 0 ||
-		    iothread_add_fd(q->t, q->irq_timer_fd, vblk_irq_timer_handler, q) < 0) {
-			error_report("virtio-blk %s: cannot set up queue %u: %s",
-				     s->file->path, i, strerror(errno));
-			return -1;
-		}
-	}
 	if (q->done_fd < 0 ||
+	    (coalesce_us && (q->irq_timer_fd < 0 ||
+			     iothread_add_fd(q->t, q->irq_timer_fd, vblk_irq_timer_handler, q) < 0)) ||
 	    iothread_add_fd(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
 	    iothread_add_fd(q->t, q->done_fd, vblk_done_handler, q) < 0 ||
 	    (poll && iothread_add_poller(q->t, &poller) < 0)) {

@@ -874,6 +874,22 @@ static void test_packed_wrap(void)
 	machine_free(t);
 }
 
+/* Waits, without taking interrupts, until n used entries came back. */
+static unsigned wait_used_quietly(struct gq *q, unsigned n)
+{
+	long end = now_ms() + WAIT_MS;
+	unsigned got = 0;
+	uint32_t len;
+
+	while (got < n && now_ms() < end) {
+		if (gq_get_used(q, &len) >= 0)
+			got++;
+		else
+			usleep(1000);
+	}
+	return got;
+}
+
 static void test_event_idx(void)
 {
 	struct tmachine *t = machine_new("file=%s,if=none,id=x",
@@ -897,16 +913,7 @@ static void test_event_idx(void)
 	for (unsigned i = 0; i < 4; i++)
 		breq_add(&q, &(struct breq){ T_IN, i, 512, 1, false, i, 0, 0 });
 	gq_kick(&q);
-	unsigned got = 0;
-	long end = now_ms() + WAIT_MS;
-
-	while (got < 4 && now_ms() < end) {
-		if (gq_get_used(&q, &len) >= 0)
-			got++;
-		else
-			usleep(1000);
-	}
-	CHECK(got == 4);
+	CHECK(wait_used_quietly(&q, 4) == 4);
 	CHECK(irq_take(&d, 1, 50) == 0);
 
 	/* now one at the very next used entry */
@@ -985,22 +992,6 @@ static void test_polling(unsigned poll_us, bool event_idx)
 	gq_kick(&q);
 	CHECK(gq_wait_used(&q, &len) >= 0 && breq_status(t, 0) == S_OK);
 	machine_free(t);
-}
-
-/* Waits, without taking interrupts, until n used entries came back. */
-static unsigned wait_used_quietly(struct gq *q, unsigned n)
-{
-	long end = now_ms() + WAIT_MS;
-	unsigned got = 0;
-	uint32_t len;
-
-	while (got < n && now_ms() < end) {
-		if (gq_get_used(q, &len) >= 0)
-			got++;
-		else
-			usleep(1000);
-	}
-	return got;
 }
 
 /*
