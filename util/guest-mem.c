@@ -1,7 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include <errno.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "util/guest-mem.h"
+
+/*
+ * KVM maps guest RAM with large NPT/EPT entries only where a transparent
+ * huge page of ours lines up with a 2 MiB guest-physical frame; a mapping
+ * that is merely page aligned (mmap's default before Linux 6.7) pins every
+ * guest access to 4 KiB entries, and each first touch to its own fault.
+ * So the mapping is carved out of a larger one at a 2 MiB boundary.
+ */
+void *guest_ram_alloc(uint64_t size)
+{
+	uint64_t len = size + GUEST_RAM_ALIGN;
+	uint8_t *p, *start;
+
+	if (size == 0 || len < size || len != (size_t)len) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	start = (uint8_t *)(((uintptr_t)p + GUEST_RAM_ALIGN - 1) &
+			    ~(uintptr_t)(GUEST_RAM_ALIGN - 1));
+	if (start > p)
+		munmap(p, start - p);
+	if (p + len > start + size)
+		munmap(start + size, p + len - (start + size));
+	madvise(start, size, MADV_HUGEPAGE);	/* best effort: THP may be off */
+	return start;
+}
 
 int guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size, void *hva)
 {

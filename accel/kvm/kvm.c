@@ -224,15 +224,13 @@ unsigned kvm_max_vcpus(struct kvm_vm *vm)
 
 int kvm_vm_add_ram(struct kvm_vm *vm, uint64_t gpa, uint64_t size)
 {
-	void *hva = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *hva = guest_ram_alloc(size);
 
-	if (hva == MAP_FAILED) {
+	if (!hva) {
 		error_report("cannot allocate %llu MiB of guest RAM: %s",
 			     (unsigned long long)(size >> 20), strerror(errno));
 		return -1;
 	}
-	madvise(hva, size, MADV_HUGEPAGE);	/* fewer EPT misses; best effort */
 
 	struct kvm_userspace_memory_region r = {
 		.slot = vm->nr_slots, .guest_phys_addr = gpa,

@@ -21,6 +21,15 @@ struct guest_mem {
 	uint64_t ram_size;	/* sum of region sizes */
 };
 
+#define GUEST_RAM_ALIGN (2u << 20)
+
+/*
+ * Anonymous memory for guest RAM, GUEST_RAM_ALIGN aligned so the host can
+ * back it with huge pages; NULL on failure (errno set by mmap).  Free it
+ * with munmap(p, size).
+ */
+void *guest_ram_alloc(uint64_t size);
+
 /* Regions must not overlap; returns -1 if the table is full. */
 int guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size, void *hva);
 

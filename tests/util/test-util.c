@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "hw/bus.h"
@@ -65,6 +66,27 @@ static void reg_write(void *opaque, uint64_t off, uint64_t val, unsigned size)
 }
 
 static const struct bus_ops reg_ops = { .read = reg_read, .write = reg_write };
+
+/* Huge pages need the mapping aligned; every byte of it must be usable. */
+static void test_guest_ram_alloc(void)
+{
+	uint64_t sizes[] = { 4096, GUEST_RAM_ALIGN, 5 * GUEST_RAM_ALIGN + 4096 };
+
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint8_t *p = guest_ram_alloc(sizes[i]);
+
+		CHECK(p != NULL);
+		if (!p)
+			continue;
+		CHECK(((uintptr_t)p & (GUEST_RAM_ALIGN - 1)) == 0);
+		CHECK(p[0] == 0 && p[sizes[i] - 1] == 0);	/* fresh and zero */
+		p[0] = 1;
+		p[sizes[i] - 1] = 2;
+		CHECK(munmap(p, sizes[i]) == 0);
+	}
+	CHECK(guest_ram_alloc(0) == NULL);
+	CHECK(guest_ram_alloc(~0ull - 4096) == NULL);
+}
 
 static void test_bus(void)
 {
@@ -250,6 +272,7 @@ static void test_iothread_polling(void)
 int main(void)
 {
 	test_guest_mem();
+	test_guest_ram_alloc();
 	test_bus();
 	test_iothread();
 	test_iothread_polling();
