@@ -26,6 +26,8 @@ usage: tests/bench/fio-vs-qemu.sh [options]
                         the BRISK_UNINITIALIZED opt-outs, =zero with them
                         (release builds) and compare the three
   --brisk PATH          brisk binary (default build/brisk)
+  --brisk-b PATH        the second side's brisk when both are brisk
+                        (default: --brisk), to compare two builds
   --opts-a OPTS         appended to the first VMM's -device virtio-blk-pci
   --opts-b OPTS         and the second's (e.g. --vmm-a brisk --vmm-b brisk
                         --opts-a poll-us=0 compares a device setting)
@@ -48,7 +50,7 @@ EOF
 die() { echo "fio-vs-qemu: $*" >&2; exit 1; }
 say() { echo "fio-vs-qemu: $*" >&2; }
 
-vmm_a=brisk vmm_b=qemu opts_a= opts_b= aa= variants= brisk=$top/build/brisk
+vmm_a=brisk vmm_b=qemu opts_a= opts_b= aa= variants= brisk=$top/build/brisk brisk_b=
 qemu=$(command -v qemu-system-x86_64 || true)
 runs=3 runtime=10 ramp=3 cases=split-1q,packed-1q,split-2q quick=
 out=$top/build-bench/fio-vs-qemu disk_mib=1024 pin= stage=1 chart=
@@ -61,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--aa) aa=1 ;;
 	--brisk-variants) variants=1 ;;
 	--brisk) brisk=${2:?}; shift ;;
+	--brisk-b) brisk_b=${2:?}; shift ;;
 	--qemu) qemu=${2:?}; shift ;;
 	--runs) runs=${2:?}; shift ;;
 	--runtime) runtime=${2:?}; shift ;;
@@ -82,6 +85,8 @@ for v in "$runs" "$runtime" "$ramp" "$disk_mib"; do
 done
 [ -n "$opts_a$opts_b" ] && [ -n "$aa$variants" ] &&
 	die "--opts-a/--opts-b go with --vmm-a/--vmm-b, not --aa or --brisk-variants"
+[ -n "$brisk_b" ] && [ -n "$aa$variants" ] &&
+	die "--brisk-b goes with --vmm-a brisk --vmm-b brisk, not --aa or --brisk-variants"
 for v in "$vmm_a" "$vmm_b"; do
 	case $v in brisk|qemu) ;; *) die "--vmm-a/--vmm-b take brisk or qemu, not $v" ;; esac
 done
@@ -92,6 +97,7 @@ mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd -P)
 [ -n "$chart" ] || chart=$out/fio-vs-qemu.svg
 brisk=$(readlink -f "$brisk" 2>/dev/null || echo "$brisk")
+[ -n "$brisk_b" ] && brisk_b=$(readlink -f "$brisk_b" 2>/dev/null || echo "$brisk_b")
 
 # Which VMMs take part, in interleaving order: LABEL=KIND:PATH.
 vmms=() pairs= devopts=()
@@ -126,7 +132,9 @@ else
 	path_of() { [ "$1" = brisk ] && echo "$brisk" || echo "$qemu"; }
 	la=$vmm_a lb=$vmm_b
 	[ "$la" = "$lb" ] && la=$vmm_a-a lb=$vmm_b-b
-	vmms=("$la=$vmm_a:$(path_of "$vmm_a")" "$lb=$vmm_b:$(path_of "$vmm_b")")
+	pb=$(path_of "$vmm_b")
+	[ "$vmm_b" = brisk ] && [ -n "$brisk_b" ] && pb=$brisk_b
+	vmms=("$la=$vmm_a:$(path_of "$vmm_a")" "$lb=$vmm_b:$pb")
 	pairs=$la:$lb
 	[ -n "$opts_a" ] && devopts+=(--dev-opts "$la=$opts_a")
 	[ -n "$opts_b" ] && devopts+=(--dev-opts "$lb=$opts_b")

@@ -66,7 +66,7 @@ mkdir -p "$out/raw"
 res=$out/results.csv raw=$out/raw.csv
 echo "vmm,case,run,iops,exits_per_io,irqs_per_io,cpu_us_per_io" > "$res"
 kstats="exits io_exits mmio_exits halt_exits irq_exits irq_injections"
-echo "vmm,case,run,attempt,status,iops,ios,irqs,${kstats// /,},utime_tck,stime_tck,guest_tck,clk_tck" > "$raw"
+echo "vmm,case,run,attempt,status,iops,ios,irqs,${kstats// /,},utime_tck,stime_tck,guest_tck,clk_tck,pages_4k,pages_2m" > "$raw"
 
 kvmdbg=/sys/kernel/debug/kvm
 if [ "$accel" = kvm ] && [ ! -d "$kvmdbg" ]; then
@@ -128,6 +128,18 @@ kvm_snap() {
 	done
 	echo $v
 }
+# Guest RAM KVM maps with 4 KiB and with 2 MiB entries (gauges, not counts).
+kvm_pages() {
+	local d f x v=
+	d=$kvmdbg
+	for f in "$kvmdbg/$1"-*; do [ -d "$f" ] && d=$f && break; done
+	for f in pages_4k pages_2m; do
+		x=
+		read -r x < "$d/$f" 2>/dev/null
+		v="$v,$x"
+	done
+	echo "${v#,}"
+}
 # utime stime guest_time of the whole process, in clock ticks; the comm
 # field may hold spaces, so count fields from the closing parenthesis.
 cpu_snap() {
@@ -168,7 +180,7 @@ vmm_argv() { # kind path case label -> argv in the array "argv"
 run_one() {
 	local label=$1 kind=$2 path=$3 cs=$4 run=$5 att=$6
 	local logf=$out/raw/${cs}_${label}_r${run}_a${att}.log fifo pid line rc
-	local phase=boot deadline terse= irqs= ios= k0= k1= c0= c1= st=ok
+	local phase=boot deadline terse= irqs= ios= k0= k1= c0= c1= pages=, st=ok
 	local argv
 	vmm_argv "$kind" "$path" "$cs" "$label"
 	printf '%q ' "${argv[@]}" > "$logf"; echo >> "$logf"
@@ -202,7 +214,8 @@ run_one() {
 			deadline=$((SECONDS + ramp + runtime + 60 + start_timeout / 2)) ;;
 		end*)
 			c1=$(cpu_snap "$pid"); k1=$(kvm_snap "$pid"); phase=post te=$SECONDS
-			echo "@@HOST end kvm $k1 cpu $c1" >> "$logf"
+			pages=$(kvm_pages "$pid")
+			echo "@@HOST end kvm $k1 cpu $c1 pages $pages" >> "$logf"
 			deadline=$((SECONDS + 60)) ;;
 		"terse "*) terse=${line#terse } ;;
 		"irqs "*) irqs=${line#irqs } ;;
@@ -235,7 +248,7 @@ run_one() {
 	echo "$label,$cs,$run,$att,$st,$iops,$ios,$irqs,$(echo "$k0 $k1" | awk -v n="$(echo $kstats | wc -w)" '
 		{ for (i = 1; i <= n; i++) { d = ($i == "NA" || $(i + n) == "NA" || NF < 2 * n) ? "" : $(i + n) - $i
 		  printf "%s%s", d, (i < n ? "," : "") } }'),$(echo "$c0 $c1" | awk '
-		{ for (i = 1; i <= 3; i++) printf "%s,", (NF < 6 || $i == "NA" || $(i + 3) == "NA") ? "" : $(i + 3) - $i }')$clk" >> "$raw"
+		{ for (i = 1; i <= 3; i++) printf "%s,", (NF < 6 || $i == "NA" || $(i + 3) == "NA") ? "" : $(i + 3) - $i }')$clk,$pages" >> "$raw"
 	if [ "$st" != ok ]; then
 		log "$label $cs run $run: FAILED ($st), log in $logf"
 		[ "$phase" = boot ] && [ "$st" = timeout ] && return 3
