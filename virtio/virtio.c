@@ -180,10 +180,12 @@ void virtio_error(struct virtio_device *vdev, const char *fmt, ...)
 		vdev->transport->notify_config(vdev);
 }
 
-void virtio_notify(struct virtio_device *vdev, unsigned q)
+bool virtio_notify(struct virtio_device *vdev, unsigned q)
 {
 	if (vdev->broken || q >= vdev->nr_queues || !vdev->queues[q].ready)
-		return;
-	if (virtqueue_should_notify(&vdev->queues[q].vq) && vdev->transport)
-		vdev->transport->notify_queue(vdev, q);
+		return false;
+	if (!virtqueue_should_notify(&vdev->queues[q].vq) || !vdev->transport)
+		return false;
+	vdev->transport->notify_queue(vdev, q);
+	return true;
 }

@@ -362,6 +362,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 	static const char *const keys[] = {
 		"drive", "packed", "num-queues", "queue-size", "serial",
 		"event_idx", "indirect_desc", "poll-us", "iothreads", "irq-coalesce-us",
+		"irq-interval-us",
 	};
 	const char *w = "-device virtio-blk-pci";
 	unsigned long v;
@@ -373,7 +374,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 	if (k == ARRAY_SIZE(keys)) {
 		error_report("%s: unknown option '%s' (known: drive, packed, num-queues, "
 			     "queue-size, serial, event_idx, indirect_desc, poll-us, iothreads, "
-			     "irq-coalesce-us)",
+			     "irq-coalesce-us, irq-interval-us)",
 			     w, key);
 		return -1;
 	}
@@ -430,10 +431,15 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 		return 0;
 	case 8:
 		return parse_queue_count(w, key, val, &dc->iothreads);
-	default:
+	case 9:
 		if (parse_uint(w, key, val, VBLK_MAX_COALESCE_US, &v))
 			return -1;
 		dc->irq_coalesce_us = (unsigned)v;
+		return 0;
+	default:
+		if (parse_uint(w, key, val, VBLK_MAX_COALESCE_US, &v))
+			return -1;
+		dc->irq_interval_us = (unsigned)v;
 		return 0;
 	}
 }

@@ -43,6 +43,7 @@ struct blk_device_cfg {
 	unsigned poll_us;	/* I/O thread polling window, at most */
 	unsigned iothreads;	/* I/O threads; queue i runs on i % n */
 	unsigned irq_coalesce_us;	/* 0: every batch interrupts at once */
+	unsigned irq_interval_us;	/* 0: no minimum gap between interrupts */
 	char serial[VBLK_SERIAL_LEN + 1];
 	struct vblk *dev;	/* the live device, once created */
 };

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "block/block.h"
@@ -110,11 +111,13 @@ struct vblk_queue {
 	int done_fd;		/* completions wait for publishing */
 	int irq_timer_fd;	/* ends a held interrupt's wait */
 	uint64_t coalesce_ns;
+	uint64_t interval_ns;
 
 	/* under s->vdev.lock */
 	bool serving;
 	uint32_t gen;		/* bumped by reset: older requests are dropped */
 	bool irq_held;		/* used entries published, interrupt not sent */
+	uint64_t last_irq_ns;	/* CLOCK_MONOTONIC of the last interrupt sent */
 
 	/* I/O thread only */
 	struct vblk_req *done;	/* completed, not yet in the used ring */
@@ -347,30 +350,56 @@ static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why
 }
 
 /*
- * Interrupt coalescing (irq-coalesce-us): while more of the queue's
- * requests are in the backend, the interrupt for entries just published
- * waits, up to the window, for theirs, so one interrupt (one or two VM
- * exits) covers several completions.  The entries are in the used ring at
- * once; only the interrupt waits.  The last request out never waits, so a
- * guest with one request in flight sees no added latency.
+ * Interrupt coalescing: the entries are in the used ring at once; only the
+ * interrupt waits, so that one interrupt (one or two VM exits) covers
+ * several completions.
+ *
+ * irq-coalesce-us: while more of the queue's requests are in the backend,
+ * the interrupt waits, up to the window, for theirs.  The last request out
+ * never waits, so a guest with one request in flight sees no added latency.
+ *
+ * irq-interval-us: a queue's interrupts are at least this far apart.  This
+ * is for a guest slower than its disk: each completion would otherwise
+ * interrupt it alone, right after it submitted the request, and the
+ * guest's time goes to taking interrupts.  It costs a request finishing
+ * inside the gap up to the gap in latency.
  */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void vblk_irq_send_locked(struct vblk_queue *q)
 {
 	q->irq_held = false;
-	virtio_notify(&q->s->vdev, q->idx);
+	if (virtio_notify(&q->s->vdev, q->idx) && q->interval_ns)
+		q->last_irq_ns = now_ns();
 }
 
 static void vblk_irq_locked(struct vblk_queue *q)
 {
-	if (!q->coalesce_ns || !q->in_backend) {
+	uint64_t wait = 0;
+
+	if (q->coalesce_ns && q->in_backend)
+		wait = q->coalesce_ns;
+	if (q->interval_ns) {
+		uint64_t since = now_ns() - q->last_irq_ns;
+
+		if (since < q->interval_ns && q->interval_ns - since > wait)
+			wait = q->interval_ns - since;
+	}
+	if (!wait) {
 		vblk_irq_send_locked(q);
 		return;
 	}
 	if (q->irq_held)
 		return;
 	struct itimerspec its = {
-		.it_value = { .tv_sec = q->coalesce_ns / 1000000000,
-			      .tv_nsec = q->coalesce_ns % 1000000000 },
+		.it_value = { .tv_sec = wait / 1000000000,
+			      .tv_nsec = wait % 1000000000 },
 	};
 
 	q->irq_held = true;
@@ -718,8 +747,10 @@ static uint64_t vblk_features(const struct vblk *s, const struct blk_device_cfg 
 }
 
 static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
-			   bool poll, unsigned coalesce_us)
+			   const struct blk_device_cfg *cfg)
 {
+	bool poll = cfg->poll_us != 0;
+	bool timer = cfg->irq_coalesce_us || cfg->irq_interval_us;
 	struct vblk_queue *q = &s->q[i];
 	struct iothread_poller poller = {
 		.ready = vblk_poll_ready, .run = vblk_poll_run,
@@ -733,11 +764,12 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 	if (!q->bq)
 		return -1;
 	q->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	q->coalesce_ns = (uint64_t)coalesce_us * 1000;
-	if (coalesce_us)
+	q->coalesce_ns = (uint64_t)cfg->irq_coalesce_us * 1000;
+	q->interval_ns = (uint64_t)cfg->irq_interval_us * 1000;
+	if (timer)
 		q->irq_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (q->done_fd < 0 ||
-	    (coalesce_us && (q->irq_timer_fd < 0 ||
+	    (timer && (q->irq_timer_fd < 0 ||
 			     iothread_add_fd(q->t, q->irq_timer_fd, vblk_irq_timer_handler, q) < 0)) ||
 	    iothread_add_fd(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
 	    iothread_add_fd(q->t, q->done_fd, vblk_done_handler, q) < 0 ||
@@ -868,8 +900,7 @@ struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
 	if (vblk_threads_init(s, cfg) < 0)
 		goto fail;
 	for (unsigned i = 0; i < s->nq; i++)
-		if (vblk_queue_init(s, i, d->aio, cfg->poll_us != 0,
-				    cfg->irq_coalesce_us) < 0)
+		if (vblk_queue_init(s, i, d->aio, cfg) < 0)
 			goto fail;
 	for (unsigned j = 0; j < s->nt; j++) {
 		if (iothread_start(s->t[j]) < 0) {

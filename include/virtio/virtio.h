@@ -100,7 +100,10 @@ int virtio_queue_enable(struct virtio_device *vdev, unsigned q);
  * interrupt, and serve nothing until the driver resets the device.
  */
 void virtio_error(struct virtio_device *vdev, const char *fmt, ...) BRISK_PRINTF(2, 3);
-/* Interrupt the driver for queue q if the ring's suppression allows it. */
-void virtio_notify(struct virtio_device *vdev, unsigned q);
+/*
+ * Interrupt the driver for queue q if the ring's suppression allows it;
+ * true when an interrupt went out.
+ */
+bool virtio_notify(struct virtio_device *vdev, unsigned q);
 
 #endif

@@ -79,7 +79,7 @@ static void test_good(void)
 		    "cache=none,readonly=on"),
 		  L("virtio-blk-pci,drive=d0,packed=on,num-queues=4,queue-size=128,"
 		    "serial=SER-01,event_idx=off,indirect_desc=off,poll-us=0,iothreads=2,"
-		    "irq-coalesce-us=250"),
+		    "irq-coalesce-us=250,irq-interval-us=300"),
 		  &c) == 0);
 	CHECK(stderr_lines() == 0);
 	if (c) {
@@ -96,6 +96,7 @@ static void test_good(void)
 		CHECK(c->devs[0].poll_us == 0);
 		CHECK(c->devs[0].iothreads == 2);
 		CHECK(c->devs[0].irq_coalesce_us == 250);
+		CHECK(c->devs[0].irq_interval_us == 300);
 		blk_cmdline_free(c);
 	}
 
@@ -118,6 +119,7 @@ static void test_good(void)
 		CHECK(c->devs[1].poll_us == VBLK_DEFAULT_POLL_US);
 		CHECK(c->devs[0].iothreads == 1);
 		CHECK(c->devs[0].irq_coalesce_us == 0);
+		CHECK(c->devs[0].irq_interval_us == 0);
 		CHECK(c->devs[0].serial[0] == '\0');
 		CHECK(strlen(c->devs[2].serial) == 20);
 		blk_cmdline_free(c);
@@ -174,6 +176,8 @@ static void test_bad(void)
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,iothreads=65"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,irq-coalesce-us=1000001"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,irq-coalesce-us=1ms"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,irq-interval-us=1000001"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,irq-interval-us=-1"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,packed"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,drive=d"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,addr=3"));

@@ -1059,6 +1059,75 @@ static void test_irq_coalesce(unsigned coalesce_us)
 	machine_free(t);
 }
 
+/*
+ * irq-interval-us: an interrupt due sooner than the gap after the previous
+ * one waits for the gap, while its entries are in the used ring at once.
+ * After a quiet gap the next interrupt goes out at once; none is lost.
+ * The gap (400 ms) is far longer than a request takes here.
+ */
+static void test_irq_interval(unsigned gap_ms)
+{
+	char dev[96];
+	struct vdev d;
+	struct gq q;
+	uint64_t irqs = 0;
+	long t_kick, took;
+
+	snprintf(dev, sizeof(dev),
+		 "virtio-blk-pci,drive=x,num-queues=1,poll-us=0,irq-interval-us=%u",
+		 gap_ms * 1000);
+	struct tmachine *t = machine_new("file=%s,if=none,id=x", dev, 1);
+
+	CHECK(vdev_find(t, 0, &d));
+	vdev_init(&d, &q, 1, 64, ALL_FEATURES & ~(1ull << VIRTIO_F_RING_EVENT_IDX));
+
+	for (unsigned round = 0; round < 2; round++) {
+		/* Quiet since the last interrupt: this one is not held. */
+		t_kick = now_ms();
+		breq_add(&q, &(struct breq){ T_IN, 8, 512, 1, false, 0, 0, 0 });
+		gq_kick(&q);
+		CHECK(irq_take(&d, 1, WAIT_MS) == 1);
+		took = now_ms() - t_kick;
+		CHECK(!gap_ms || took < (long)gap_ms * 3 / 4);
+		CHECK(wait_used_quietly(&q, 1) == 1);
+
+		/* The next completes inside the gap: used at once, interrupt later. */
+		breq_add(&q, &(struct breq){ T_IN, 16, 512, 1, false, 1, 0, 0 });
+		gq_kick(&q);
+		CHECK(wait_used_quietly(&q, 1) == 1);
+		took = now_ms() - t_kick;
+		if (gap_ms && took < (long)gap_ms / 2)
+			CHECK(irq_take(&d, 1, 0) == 0);
+		CHECK(irq_take(&d, 1, WAIT_MS) == 1);
+		/* The first interrupt left after t_kick; this one a gap after it. */
+		took = now_ms() - t_kick;
+		CHECK(!gap_ms || took >= (long)gap_ms - 10);
+		CHECK(slot_data(t, 1)[0] == disk_byte(16 * 512));
+		if (gap_ms)
+			usleep(gap_ms * 1000 + gap_ms * 250);
+	}
+
+	/* Eight kicks of one request 20 ms apart: one interrupt, then one per gap. */
+	for (unsigned i = 0; i < 8; i++) {
+		breq_add(&q, &(struct breq){ T_IN, 64 * i, 4096, 1, false, i, 0, 0 });
+		gq_kick(&q);
+		CHECK(wait_used_quietly(&q, 1) == 1);
+		usleep(20000);
+	}
+	long end = now_ms() + (gap_ms ? 2 * gap_ms : 200);
+
+	while (now_ms() < end)
+		irqs += irq_take(&d, 1, 10);
+	if (gap_ms)
+		CHECK(irqs == 2);
+	else
+		CHECK(irqs >= 4);
+	if (gap_ms ? irqs != 2 : irqs < 4)
+		printf("irq-interval-us=%u: %llu interrupts for 8 kicks\n", gap_ms * 1000,
+		       (unsigned long long)irqs);
+	machine_free(t);
+}
+
 /* Threads of this process whose name starts with prefix. */
 static unsigned threads_named(const char *prefix)
 {
@@ -1289,6 +1358,8 @@ int main(void)
 	test_polling(200 * 1000, false);
 	test_irq_coalesce(0);
 	test_irq_coalesce(1000000);
+	test_irq_interval(0);
+	test_irq_interval(400);
 	test_multiqueue(2, 0);
 	test_multiqueue(4, 4);
 	test_multiqueue(4, 3);

@@ -163,7 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size };
 	static uint16_t ndescs[256];
-	char drive[64], device[160];
+	char drive[64], device[192];
 	struct drv d = { 0 };
 	uint8_t fl = fuzz_u8(&in);
 	unsigned want = 0;
@@ -182,9 +182,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 fl & 8 ? "threads" : "io_uring", fl & 16 ? "on" : "off");
 	snprintf(device, sizeof(device),
 		 "virtio-blk-pci,drive=d0,packed=%s,event_idx=%s,indirect_desc=%s,"
-		 "queue-size=256,num-queues=1,serial=fuzz,irq-coalesce-us=%u",
+		 "queue-size=256,num-queues=1,serial=fuzz,irq-coalesce-us=%u,"
+		 "irq-interval-us=%u",
 		 d.packed ? "on" : "off", fl & 2 ? "on" : "off", fl & 4 ? "on" : "off",
-		 fl & 64 ? 50 : 0);
+		 fl & 64 ? 50 : 0, fl & 128 ? 20 : 0);
 	if (fm_init(&d.f, in.p, in.n, RAM_SIZE, drive, device) < 0)
 		abort();
 	d.ram = d.f.ram.block[0];
