@@ -187,6 +187,14 @@ rc=$?
 	echo "# ${runs} runs per VMM and case, ${ramp}s warm-up + ${runtime}s measured"
 	echo "# $(grep -h '^series: host:' "$out/series.log" 2>/dev/null | sed 's/^series: //')"
 	echo "# $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, $(free -g | awk '/^Mem:/ { print $2 }') GiB, Linux $(uname -r)"
+	# Which binary and device options each side ran with.
+	for v in "${vmms[@]}"; do
+		l=${v%%=*} p=${v#*=}; p=${p#*:} o=
+		for d in "${devopts[@]}"; do
+			case $d in "$l="*) o=${d#"$l="} ;; esac
+		done
+		echo "# $l: $p${o:+ (-device ...,$o)}"
+	done
 	awk -F, -v pairs="$pairs" -v dat="$out/medians.dat" -f "$fio/summary.awk" "$out/results.csv"
 } | tee "$out/summary.md"
 nv=$(head -n 1 "$out/medians.dat" | awk '{ print (NF - 1) / 2 }')
