@@ -34,6 +34,8 @@ usage: tests/bench/fio-vs-qemu.sh [options]
   --qemu PATH           QEMU binary (default qemu-system-x86_64)
   --runs N              runs per VMM and case (default 3)
   --runtime S           measured seconds per run (default 10)
+  --iodepth N           fio's queue depth per job (default 64; 1 shows
+                        latency: at depth 1 IOPS is 1 / latency)
   --ramp S              fio warm-up seconds before measuring (default 3)
   --cases LIST          comma list of split-1q,packed-1q,split-2q,packed-2q
                         (default split-1q,packed-1q,split-2q)
@@ -52,7 +54,7 @@ say() { echo "fio-vs-qemu: $*" >&2; }
 
 vmm_a=brisk vmm_b=qemu opts_a= opts_b= aa= variants= brisk=$top/build/brisk brisk_b=
 qemu=$(command -v qemu-system-x86_64 || true)
-runs=3 runtime=10 ramp=3 cases=split-1q,packed-1q,split-2q quick=
+runs=3 runtime=10 ramp=3 iodepth=64 cases=split-1q,packed-1q,split-2q quick=
 out=$top/build-bench/fio-vs-qemu disk_mib=1024 pin= stage=1 chart=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -67,6 +69,7 @@ while [ $# -gt 0 ]; do
 	--qemu) qemu=${2:?}; shift ;;
 	--runs) runs=${2:?}; shift ;;
 	--runtime) runtime=${2:?}; shift ;;
+	--iodepth) iodepth=${2:?}; shift ;;
 	--ramp) ramp=${2:?}; shift ;;
 	--cases) cases=${2:?}; shift ;;
 	--quick) quick=1 ;;
@@ -80,7 +83,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-for v in "$runs" "$runtime" "$ramp" "$disk_mib"; do
+for v in "$runs" "$runtime" "$ramp" "$iodepth" "$disk_mib"; do
 	case $v in ''|*[!0-9]*|0) die "not a positive number: $v" ;; esac
 done
 [ -n "$opts_a$opts_b" ] && [ -n "$aa$variants" ] &&
@@ -155,7 +158,7 @@ if [ "$(stat -c %s "$disk" 2>/dev/null)" != $((disk_mib * 1048576)) ]; then
 fi
 
 sargs=(--out "$out" --kernel "$kernel" --initrd "$out/fio.cpio" --disk "$disk"
-	--runs "$runs" --runtime "$runtime" --ramp "$ramp")
+	--runs "$runs" --runtime "$runtime" --ramp "$ramp" --iodepth "$iodepth")
 for v in "${vmms[@]}"; do sargs+=(--vmm "$v"); done
 sargs+=("${devopts[@]}")
 IFS=, read -r -a clist <<< "$cases"
@@ -184,7 +187,7 @@ rc=$?
 
 {
 	echo "# fio randread in the guest: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "# ${runs} runs per VMM and case, ${ramp}s warm-up + ${runtime}s measured"
+	echo "# ${runs} runs per VMM and case, ${ramp}s warm-up + ${runtime}s measured, iodepth $iodepth"
 	echo "# $(grep -h '^series: host:' "$out/series.log" 2>/dev/null | sed 's/^series: //')"
 	echo "# $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, $(free -g | awk '/^Mem:/ { print $2 }') GiB, Linux $(uname -r)"
 	# Which binary and device options each side ran with.

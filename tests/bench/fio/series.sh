@@ -17,7 +17,7 @@ usage() {
 	cat <<'EOF'
 usage: series.sh --out DIR --kernel K --initrd I --disk D
                  --vmm LABEL=qemu|brisk:PATH [--vmm ...] [--case NAME ...]
-                 [--runs N] [--runtime S] [--ramp S] [--mem SIZE]
+                 [--runs N] [--runtime S] [--ramp S] [--iodepth N] [--mem SIZE]
                  [--pin CPUS] [--start-timeout S] [--accel kvm|tcg]
                  [--dev-opts LABEL=OPTS ...]
 cases: split-1q packed-1q (smp 1, 1 queue, 1 job), split-2q packed-2q
@@ -28,7 +28,7 @@ EOF
 }
 
 declare -A devopts
-out= kernel= initrd= disk= runs=3 runtime=8 ramp=2 mem=1G pin=
+out= kernel= initrd= disk= runs=3 runtime=8 ramp=2 iodepth=64 mem=1G pin=
 start_timeout=180 accel=kvm stage=
 vmms=() cases=()
 while [ $# -gt 0 ]; do
@@ -41,6 +41,7 @@ while [ $# -gt 0 ]; do
 	--case) cases+=("$2"); shift ;;
 	--runs) runs=$2; shift ;;
 	--runtime) runtime=$2; shift ;;
+	--iodepth) iodepth=$2; shift ;;
 	--ramp) ramp=$2; shift ;;
 	--mem) mem=$2; shift ;;
 	--pin) pin=$2; shift ;;
@@ -157,7 +158,7 @@ vmm_argv() { # kind path case label -> argv in the array "argv"
 	set -- $(case_params "$3")
 	packed=$1 smp=$2 nq=$3 njobs=$4
 	append="console=ttyS0 quiet loglevel=0 panic=-1 fio_wait=60"
-	append+=" fio.runtime=$runtime fio.ramp_time=$ramp fio.numjobs=$njobs"
+	append+=" fio.runtime=$runtime fio.ramp_time=$ramp fio.numjobs=$njobs fio.iodepth=$iodepth"
 	# One job per vCPU, so each job drives its own queue.
 	[ "$njobs" -gt 1 ] && append+=" fio.cpus_allowed=0-$((smp - 1)) fio.cpus_allowed_policy=split"
 	argv=("$path")
