@@ -31,6 +31,8 @@ usage: tests/bench/fio-vs-qemu.sh [options]
   --opts-a OPTS         appended to the first VMM's -device virtio-blk-pci
   --opts-b OPTS         and the second's (e.g. --vmm-a brisk --vmm-b brisk
                         --opts-a poll-us=0 compares a device setting)
+  --brisk-opts OPTS     appended to every brisk side's -device (also with
+                        --aa and --brisk-variants), before --opts-a/-b
   --qemu PATH           QEMU binary (default qemu-system-x86_64)
   --runs N              runs per VMM and case (default 3)
   --runtime S           measured seconds per run (default 10)
@@ -52,7 +54,7 @@ EOF
 die() { echo "fio-vs-qemu: $*" >&2; exit 1; }
 say() { echo "fio-vs-qemu: $*" >&2; }
 
-vmm_a=brisk vmm_b=qemu opts_a= opts_b= aa= variants= brisk=$top/build/brisk brisk_b=
+vmm_a=brisk vmm_b=qemu opts_a= opts_b= aa= variants= brisk=$top/build/brisk brisk_b= brisk_opts=
 qemu=$(command -v qemu-system-x86_64 || true)
 runs=3 runtime=10 ramp=3 iodepth=64 cases=split-1q,packed-1q,split-2q quick=
 out=$top/build-bench/fio-vs-qemu disk_mib=1024 pin= stage=1 chart=
@@ -66,6 +68,7 @@ while [ $# -gt 0 ]; do
 	--brisk-variants) variants=1 ;;
 	--brisk) brisk=${2:?}; shift ;;
 	--brisk-b) brisk_b=${2:?}; shift ;;
+	--brisk-opts) brisk_opts=${2:?}; shift ;;
 	--qemu) qemu=${2:?}; shift ;;
 	--runs) runs=${2:?}; shift ;;
 	--runtime) runtime=${2:?}; shift ;;
@@ -139,9 +142,16 @@ else
 	[ "$vmm_b" = brisk ] && [ -n "$brisk_b" ] && pb=$brisk_b
 	vmms=("$la=$vmm_a:$(path_of "$vmm_a")" "$lb=$vmm_b:$pb")
 	pairs=$la:$lb
-	[ -n "$opts_a" ] && devopts+=(--dev-opts "$la=$opts_a")
-	[ -n "$opts_b" ] && devopts+=(--dev-opts "$lb=$opts_b")
 fi
+# Each side's device options: --brisk-opts for every brisk, then its own.
+for v in "${vmms[@]}"; do
+	l=${v%%=*} k=${v#*=}; k=${k%%:*} o=
+	[ "$k" = brisk ] && o=$brisk_opts
+	[ "$l" = "${la:-}" ] && o=${o:+$o,}$opts_a
+	[ "$l" = "${lb:-}" ] && o=${o:+$o,}$opts_b
+	o=${o%,}
+	[ -n "$o" ] && devopts+=(--dev-opts "$l=$o")
+done
 for v in "${vmms[@]}"; do
 	p=${v#*=}; p=${p#*:}
 	[ -x "$p" ] || die "no executable $p (build brisk first: meson setup build && ninja -C build)"
