@@ -229,6 +229,8 @@ want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 echo "# route: ${BRISK_WITH_KVM_ROUTE:-unknown}, kernel: $kernel"
 
 # ---- boot 1: split rings, queue-size 256, three disks, one read-only ------
+# brisk-b also holds interrupts (irq-interval-us, irq-coalesce-us): its
+# data must come and go the same with a real driver.
 if want split; then
 	b=split
 	prep_split() {
@@ -242,7 +244,7 @@ if want split; then
 		-drive file=a.raw,if=none,id=d0,format=raw,aio=io_uring,cache=none \
 		-device virtio-blk-pci,drive=d0,packed=off,queue-size=256,serial=brisk-a \
 		-drive file=b.raw,if=none,id=d1,format=raw,aio=threads,cache=writeback \
-		-device virtio-blk-pci,drive=d1,packed=off,queue-size=256,serial=brisk-b \
+		-device virtio-blk-pci,drive=d1,packed=off,queue-size=256,serial=brisk-b,irq-interval-us=500,irq-coalesce-us=200 \
 		-drive file=c.raw,if=none,id=d2,format=raw,readonly=on,cache=none \
 		-device virtio-blk-pci,drive=d2,queue-size=256,serial=brisk-ro
 	expect_exit $b 0
