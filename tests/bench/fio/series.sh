@@ -157,7 +157,10 @@ vmm_argv() { # kind path case label -> argv in the array "argv"
 	# No process substitution: a chroot may lack /dev/fd.
 	set -- $(case_params "$3")
 	packed=$1 smp=$2 nq=$3 njobs=$4
-	append="console=ttyS0 quiet loglevel=0 panic=-1 fio_wait=60"
+	# panic=-1 reboots at once, which ends either VMM; loglevel=2 keeps
+	# the oops and panic lines (ALERT, EMERG) that tell such a run from a
+	# triple fault, and nothing else of the kernel's on the console.
+	append="console=ttyS0 quiet loglevel=2 panic=-1 fio_wait=60"
 	append+=" fio.runtime=$runtime fio.ramp_time=$ramp fio.numjobs=$njobs fio.iodepth=$iodepth"
 	# One job per vCPU, so each job drives its own queue.
 	[ "$njobs" -gt 1 ] && append+=" fio.cpus_allowed=0-$((smp - 1)) fio.cpus_allowed_policy=split"
