@@ -34,7 +34,8 @@ usage: tests/bench/fio-vs-qemu.sh [options]
   --brisk-opts OPTS     appended to every brisk side's -device (also with
                         --aa and --brisk-variants), before --opts-a/-b
   --qemu PATH           QEMU binary (default qemu-system-x86_64)
-  --runs N              runs per VMM and case (default 3)
+  --runs N              runs per VMM and case (default 7: what it took in
+                        a nested host for A/A medians to agree within 5%)
   --runtime S           measured seconds per run (default 10)
   --iodepth N           fio's queue depth per job (default 64; 1 shows
                         latency: at depth 1 IOPS is 1 / latency)
@@ -56,7 +57,7 @@ say() { echo "fio-vs-qemu: $*" >&2; }
 
 vmm_a=brisk vmm_b=qemu opts_a= opts_b= aa= variants= brisk=$top/build/brisk brisk_b= brisk_opts=
 qemu=$(command -v qemu-system-x86_64 || true)
-runs=3 runtime=10 ramp=3 iodepth=64 cases=split-1q,packed-1q,split-2q quick=
+runs=7 runtime=10 ramp=3 iodepth=64 cases=split-1q,packed-1q,split-2q quick=
 out=$top/build-bench/fio-vs-qemu disk_mib=1024 pin= stage=1 chart=
 while [ $# -gt 0 ]; do
 	case $1 in
