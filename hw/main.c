@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "accel/kvm.h"
@@ -25,6 +24,7 @@
 #include "hw/misc/pvpanic.h"
 #include "hw/pci/pci.h"
 #include "hw/x86/pc.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* Everything run() builds, so that teardown can undo exactly that. */
@@ -130,10 +130,7 @@ static int load_guest(struct brisk *b, struct x86_cpu_entry *entry)
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
+	return (int64_t)(clock_now_ns() / 1000000);
 }
 
 /* Until some thread calls m->shutdown(), a signal arrives or time runs out. */

@@ -8,9 +8,9 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/iothread.h"
 #include "util/log.h"
 
@@ -192,14 +192,6 @@ void iothread_set_poll_max(struct iothread *t, uint64_t ns)
 	t->poll_max_ns = ns;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Runs every poller that has work; returns how many did. */
 static unsigned run_ready_pollers(struct iothread *t)
 {
@@ -242,16 +234,16 @@ static uint64_t iothread_spin(struct iothread *t, uint64_t since)
 	quiesce_pollers(t, true);
 	do {
 		if (run_ready_pollers(t) || iothread_poll(t, 0) > 0) {
-			since = now_ns();
+			since = clock_now_ns();
 			end = since + t->poll_ns;
 		} else {
 			sched_yield();
 		}
-	} while (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE) && now_ns() < end);
+	} while (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE) && clock_now_ns() < end);
 	/* Wakeups back on, then one last look: work may have come meanwhile. */
 	quiesce_pollers(t, false);
 	if (run_ready_pollers(t))
-		since = now_ns();
+		since = clock_now_ns();
 	return since;
 }
 
@@ -283,14 +275,14 @@ static void *iothread_main(void *arg)
 		uint64_t idle_since = 0;
 
 		if (t->poll_max_ns && __atomic_load_n(&t->npollers, __ATOMIC_RELAXED)) {
-			idle_since = now_ns();
+			idle_since = clock_now_ns();
 			if (t->poll_ns)
 				idle_since = iothread_spin(t, idle_since);
 		}
 		if (iothread_poll(t, -1) < 0)
 			break;
 		if (idle_since)
-			adapt_poll(t, now_ns() - idle_since);
+			adapt_poll(t, clock_now_ns() - idle_since);
 	}
 	return NULL;
 }

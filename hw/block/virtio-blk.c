@@ -22,13 +22,13 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "block/block.h"
 #include "hw/block/virtio-blk.h"
 #include "hw/machine.h"
 #include "hw/virtio/virtio-pci.h"
+#include "util/clock.h"
 #include "util/iothread.h"
 #include "util/log.h"
 #include "virtio/virtio.h"
@@ -364,19 +364,11 @@ static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why
  * guest's time goes to taking interrupts.  It costs a request finishing
  * inside the gap up to the gap in latency.
  */
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void vblk_irq_send_locked(struct vblk_queue *q)
 {
 	q->irq_held = false;
 	if (virtio_notify(&q->s->vdev, q->idx) && q->interval_ns)
-		q->last_irq_ns = now_ns();
+		q->last_irq_ns = clock_now_ns();
 }
 
 static void vblk_irq_locked(struct vblk_queue *q)
@@ -386,7 +378,7 @@ static void vblk_irq_locked(struct vblk_queue *q)
 	if (q->coalesce_ns && q->in_backend)
 		wait = q->coalesce_ns;
 	if (q->interval_ns) {
-		uint64_t since = now_ns() - q->last_irq_ns;
+		uint64_t since = clock_now_ns() - q->last_irq_ns;
 
 		if (since < q->interval_ns && q->interval_ns - since > wait)
 			wait = q->interval_ns - since;
