@@ -113,19 +113,28 @@ bad:
 	return -1;
 }
 
+/* parse_uint into an unsigned option field. */
+static int parse_unsigned(const char *what, const char *key, const char *val,
+			  unsigned long max, unsigned *out)
+{
+	unsigned long v;
+
+	if (parse_uint(what, key, val, max, &v))
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
 /* A count of queues or of threads serving them: 1 to VBLK_MAX_QUEUES. */
 static int parse_queue_count(const char *what, const char *key, const char *val,
 			     unsigned *out)
 {
-	unsigned long v;
-
-	if (parse_uint(what, key, val, VBLK_MAX_QUEUES, &v))
+	if (parse_unsigned(what, key, val, VBLK_MAX_QUEUES, out))
 		return -1;
-	if (v == 0) {
+	if (*out == 0) {
 		error_report("%s: %s=0: need 1 to %d", what, key, VBLK_MAX_QUEUES);
 		return -1;
 	}
-	*out = (unsigned)v;
 	return 0;
 }
 
@@ -425,22 +434,13 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 	case 6:
 		return parse_bool(w, key, val, &dc->indirect_desc);
 	case 7:
-		if (parse_uint(w, key, val, VBLK_MAX_POLL_US, &v))
-			return -1;
-		dc->poll_us = (unsigned)v;
-		return 0;
+		return parse_unsigned(w, key, val, VBLK_MAX_POLL_US, &dc->poll_us);
 	case 8:
 		return parse_queue_count(w, key, val, &dc->iothreads);
 	case 9:
-		if (parse_uint(w, key, val, VBLK_MAX_COALESCE_US, &v))
-			return -1;
-		dc->irq_coalesce_us = (unsigned)v;
-		return 0;
+		return parse_unsigned(w, key, val, VBLK_MAX_COALESCE_US, &dc->irq_coalesce_us);
 	default:
-		if (parse_uint(w, key, val, VBLK_MAX_COALESCE_US, &v))
-			return -1;
-		dc->irq_interval_us = (unsigned)v;
-		return 0;
+		return parse_unsigned(w, key, val, VBLK_MAX_COALESCE_US, &dc->irq_interval_us);
 	}
 }
 

@@ -15,6 +15,7 @@
  * OUT with writable data, a bad sector range, a length that is not a
  * multiple of 512) fails alone with IOERR and the device keeps serving.
  */
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <stdio.h>
@@ -775,7 +776,8 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 
 static int vblk_threads_init(struct vblk *s, const struct blk_device_cfg *cfg)
 {
-	s->nt = cfg->iothreads ? cfg->iothreads : 1;
+	assert(cfg->iothreads > 0);	/* the command line defaults it to 1 */
+	s->nt = cfg->iothreads;
 	if (s->nt > s->nq) {
 		error_report("virtio-blk %s: iothreads=%u exceeds num-queues=%u",
 			     s->file->path, s->nt, s->nq);
