@@ -145,12 +145,14 @@ else
 	pairs=$la:$lb
 fi
 # Each side's device options: --brisk-opts for every brisk, then its own.
+declare -A side_opts
 for v in "${vmms[@]}"; do
 	l=${v%%=*} k=${v#*=}; k=${k%%:*} o=
 	[ "$k" = brisk ] && o=$brisk_opts
 	[ "$l" = "${la:-}" ] && o=${o:+$o,}$opts_a
 	[ "$l" = "${lb:-}" ] && o=${o:+$o,}$opts_b
 	o=${o%,}
+	side_opts[$l]=$o
 	[ -n "$o" ] && devopts+=(--dev-opts "$l=$o")
 done
 for v in "${vmms[@]}"; do
@@ -203,10 +205,7 @@ rc=$?
 	echo "# $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, $(free -g | awk '/^Mem:/ { print $2 }') GiB, Linux $(uname -r)"
 	# Which binary and device options each side ran with.
 	for v in "${vmms[@]}"; do
-		l=${v%%=*} p=${v#*=}; p=${p#*:} o=
-		for d in "${devopts[@]}"; do
-			case $d in "$l="*) o=${d#"$l="} ;; esac
-		done
+		l=${v%%=*} p=${v#*=}; p=${p#*:} o=${side_opts[$l]}
 		echo "# $l: $p${o:+ (-device ...,$o)}"
 	done
 	awk -F, -v pairs="$pairs" -v dat="$out/medians.dat" -f "$fio/summary.awk" "$out/results.csv"

@@ -118,10 +118,15 @@ done
 # The per-VM debugfs folder is named after the VMM's pid; fall back to the
 # global sums, which are exact as long as this is the only VM.  Builtins
 # only: in a nested host every fork costs more than the guest's pause.
-kvm_snap() {
-	local d f x v=
+# Sets d (the callers' local).
+kvm_vm_dir() {
+	local f
 	d=$kvmdbg
 	for f in "$kvmdbg/$1"-*; do [ -d "$f" ] && d=$f && break; done
+}
+kvm_snap() {
+	local d f x v=
+	kvm_vm_dir "$1"
 	for f in $kstats; do
 		x=NA
 		read -r x < "$d/$f" 2>/dev/null
@@ -132,8 +137,7 @@ kvm_snap() {
 # Guest RAM KVM maps with 4 KiB and with 2 MiB entries (gauges, not counts).
 kvm_pages() {
 	local d f x v=
-	d=$kvmdbg
-	for f in "$kvmdbg/$1"-*; do [ -d "$f" ] && d=$f && break; done
+	kvm_vm_dir "$1"
 	for f in pages_4k pages_2m; do
 		x=
 		read -r x < "$d/$f" 2>/dev/null
