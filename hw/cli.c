@@ -163,6 +163,42 @@ static int parse_serial(const char *arg, struct cli_opts *o)
 	return 0;
 }
 
+/*
+ * -accel kvm[,check=on|off]: KVM is brisk's only accelerator.  check=off
+ * boots even where kvm_check() finds /dev/kvm unable to run the guest at
+ * speed (a PVM-enabled kernel on kvm_pvm does run).
+ */
+static int parse_accel(const char *arg, struct cli_opts *o)
+{
+	size_t len = strcspn(arg, ",");
+	const char *props = arg[len] ? arg + len + 1 : "";
+
+	if (!strcmp(arg, "help")) {
+		o->action = CLI_ACCEL_HELP;
+		return 0;
+	}
+	if (len != 3 || strncmp(arg, "kvm", 3)) {
+		error_report("-accel: unsupported accelerator '%.*s' (brisk has "
+			     "only kvm)", (int)len, arg);
+		return -1;
+	}
+	while (*props) {
+		size_t n = strcspn(props, ",");
+
+		if (n == 8 && !strncmp(props, "check=on", n))
+			o->kvm_check = true;
+		else if (n == 9 && !strncmp(props, "check=off", n))
+			o->kvm_check = false;
+		else {
+			error_report("-accel kvm: unsupported property '%.*s' "
+				     "(check=on|off)", (int)n, props);
+			return -1;
+		}
+		props += n + (props[n] == ',');
+	}
+	return 0;
+}
+
 static int parse_timeout(const char *arg, struct cli_opts *o)
 {
 	unsigned long t;
@@ -178,7 +214,7 @@ static int parse_timeout(const char *arg, struct cli_opts *o)
 enum opt_id {
 	OPT_KERNEL, OPT_INITRD, OPT_APPEND, OPT_M, OPT_SMP, OPT_SERIAL,
 	OPT_DEVICE, OPT_DRIVE, OPT_NAME, OPT_TIMEOUT, OPT_NOGRAPHIC,
-	OPT_NOREBOOT, OPT_HELP, OPT_VERSION,
+	OPT_NOREBOOT, OPT_HELP, OPT_VERSION, OPT_ACCEL, OPT_CHECK_KVM,
 };
 
 static const struct {
@@ -195,6 +231,7 @@ static const struct {
 	{ "no-reboot", OPT_NOREBOOT, false },
 	{ "h", OPT_HELP, false }, { "help", OPT_HELP, false },
 	{ "version", OPT_VERSION, false },
+	{ "accel", OPT_ACCEL, true }, { "check-kvm", OPT_CHECK_KVM, false },
 };
 
 static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
@@ -214,6 +251,8 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
 	case OPT_NOREBOOT: return 0;	/* a guest reboot always ends brisk */
 	case OPT_HELP: o->action = CLI_HELP; return 0;
 	case OPT_VERSION: o->action = CLI_VERSION; return 0;
+	case OPT_ACCEL: return parse_accel(arg, o);
+	case OPT_CHECK_KVM: o->action = CLI_CHECK_KVM; return 0;
 	}
 	return -1;
 }
@@ -222,7 +261,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 {
 	*o = (struct cli_opts){
 		.action = CLI_RUN, .serial = "stdio",
-		.ram_size = CLI_DEFAULT_RAM, .ncpus = 1,
+		.ram_size = CLI_DEFAULT_RAM, .ncpus = 1, .kvm_check = true,
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -278,6 +317,10 @@ void cli_print_help(void)
 	      "  -device isa-debug-exit[,iobase=0x501,iosize=2]\n"
 	      "  -timeout SECONDS    stop the guest after SECONDS, exit 124\n"
 	      "  -name NAME          a name for this guest\n"
+	      "  -accel kvm[,check=on|off]  check=off boots even where /dev/kvm\n"
+	      "                      fails brisk's test guest (see --check-kvm)\n"
+	      "  --check-kvm         say what backs /dev/kvm and whether it runs\n"
+	      "                      ordinary guests at hardware speed (exit 0/1)\n"
 	      "  -nographic, -no-reboot  accepted; brisk has no display and a\n"
 	      "                      guest reboot always ends brisk\n"
 	      "  -h, --help          this text\n"

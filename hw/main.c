@@ -23,6 +23,7 @@
 #include "hw/misc/debug-exit.h"
 #include "hw/misc/pvpanic.h"
 #include "hw/pci/pci.h"
+#include "hw/x86/check-guest.h"
 #include "hw/x86/pc.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -174,6 +175,50 @@ static void wait_for_shutdown(struct brisk *b)
 	}
 }
 
+static const struct kvm_check_guest check_guest = {
+	.load = x86_check_guest_load,
+	.loops = X86_CHECK_LOOPS,
+	.port = X86_CHECK_PORT,
+};
+
+/* brisk --check-kvm: the facts on stdout, 0 when guests can run here. */
+static int check_kvm_report(void)
+{
+	struct kvm_check c;
+	const char *virt;
+
+	if (kvm_check(&c, &check_guest))
+		return BRISK_EXIT_FAILURE;
+	virt = c.cpu_vmx ? "vmx" : c.cpu_svm ? "svm" : "none";
+	printf("kvm-module: %s\n", c.module[0] ? c.module : "unknown");
+	printf("cpu-virt: %s\n", virt);
+	printf("nested-state: %d\n", c.nested_state);
+	if (c.loop_ns)
+		printf("test-guest: %.3f ms for %u loop iterations\n",
+		       c.loop_ns / 1e6, check_guest.loops);
+	else
+		printf("test-guest: did not finish\n");
+	printf("usable: %s\n", c.usable ? "yes" : "no");
+	printf("verdict: %s\n", c.verdict);
+	return c.usable ? BRISK_EXIT_OK : BRISK_EXIT_FAILURE;
+}
+
+/*
+ * A /dev/kvm that cannot run the guest would leave it spinning without a
+ * word, for hours: say so and stop instead, unless told to go ahead.
+ */
+static int kvm_refuse_unusable(void)
+{
+	struct kvm_check c;
+
+	if (kvm_check(&c, &check_guest))
+		return -1;
+	if (c.usable)
+		return 0;
+	error_report("%s (-accel kvm,check=off boots anyway)", c.verdict);
+	return -1;
+}
+
 static int run(struct brisk *b)
 {
 	const struct cli_opts *o = &b->opts;
@@ -193,6 +238,8 @@ static int run(struct brisk *b)
 	bus_init(&m->mmio, "mmio");
 	b->buses_ready = true;
 	m->ncpus = o->ncpus;
+	if (o->kvm_check && kvm_refuse_unusable())
+		return BRISK_EXIT_FAILURE;
 	b->vm = kvm_vm_new(m);	/* also the in-kernel irqchip and PIT */
 	if (!b->vm)
 		return BRISK_EXIT_FAILURE;
@@ -272,6 +319,12 @@ int main(int argc, char **argv)
 		cli_print_help();
 		free(b);
 		return BRISK_EXIT_OK;
+	}
+	if (b->opts.action == CLI_CHECK_KVM || b->opts.action == CLI_ACCEL_HELP) {
+		status = b->opts.action == CLI_CHECK_KVM ? check_kvm_report() :
+			 (puts("kvm"), BRISK_EXIT_OK);
+		free(b);
+		return status;
 	}
 	if (b->opts.action == CLI_VERSION) {
 		printf("brisk %s\n", BRISK_VERSION);

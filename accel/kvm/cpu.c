@@ -214,7 +214,7 @@ static int vcpu_set_fpu(struct kvm_vcpu *v)
 }
 
 /* The boot vCPU enters the kernel in 64-bit mode (hw/x86/boot.c). */
-static int vcpu_set_boot_regs(struct kvm_vcpu *v, const struct x86_cpu_entry *e)
+int kvm_vcpu_set_boot_regs(struct kvm_vcpu *v, const struct x86_cpu_entry *e)
 {
 	struct kvm_sregs s;
 	struct kvm_segment code = {
@@ -276,7 +276,7 @@ int kvm_vcpu_init(struct kvm_vm *vm, struct kvm_vcpu *v,
 	if (vcpu_set_lapic(v))
 		goto fail;
 	what = "boot register setup";
-	if (entry && vcpu_set_boot_regs(v, entry))
+	if (entry && kvm_vcpu_set_boot_regs(v, entry))
 		goto fail;
 	return 0;
 fail:

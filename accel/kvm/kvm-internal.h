@@ -58,6 +58,8 @@ void kvm_irq_fini(struct kvm_vm *vm);
 
 int kvm_vcpu_init(struct kvm_vm *vm, struct kvm_vcpu *v,
 		  const struct x86_cpu_entry *entry);
+/* The state brisk enters a kernel in; also the test guest's (check.c). */
+int kvm_vcpu_set_boot_regs(struct kvm_vcpu *v, const struct x86_cpu_entry *e);
 void *kvm_vcpu_thread(void *opaque);
 void kvm_cpuid_patch(struct kvm_cpuid2 *c, unsigned max, unsigned id,
 		     unsigned ncpus);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "hw/machine.h"
+#include "hw/x86/check-guest.h"
 #include "hw/x86/pc.h"
 #include "util/log.h"
 
@@ -339,7 +340,7 @@ static int write_boot_params(struct x86_boot *b, struct machine *m,
 	return guest_mem_write(&m->mem, BOOT_PARAMS, bp, sizeof(bp)) ? 0 : -1;
 }
 
-static int write_cpu_tables(struct machine *m, struct x86_cpu_entry *e)
+static int write_cpu_tables(struct guest_mem *mem, struct x86_cpu_entry *e)
 {
 	static const uint64_t gdt[] = {
 		0, 0,
@@ -354,10 +355,10 @@ static int write_cpu_tables(struct machine *m, struct x86_cpu_entry *e)
 		pdpt[i] = (BOOT_PD + i * 0x1000) | 3;
 	for (unsigned i = 0; i < ARRAY_SIZE(pd); i++)
 		pd[i] = ((uint64_t)i << 21) | 0x83;	/* present, writable, 2M */
-	if (!guest_mem_write(&m->mem, BOOT_GDT, gdt, sizeof(gdt)) ||
-	    !guest_mem_write(&m->mem, BOOT_PML4, &pml4, sizeof(pml4)) ||
-	    !guest_mem_write(&m->mem, BOOT_PDPT, pdpt, sizeof(pdpt)) ||
-	    !guest_mem_write(&m->mem, BOOT_PD, pd, sizeof(pd)))
+	if (!guest_mem_write(mem, BOOT_GDT, gdt, sizeof(gdt)) ||
+	    !guest_mem_write(mem, BOOT_PML4, &pml4, sizeof(pml4)) ||
+	    !guest_mem_write(mem, BOOT_PDPT, pdpt, sizeof(pdpt)) ||
+	    !guest_mem_write(mem, BOOT_PD, pd, sizeof(pd)))
 		return -1;
 	e->gdt_base = BOOT_GDT;
 	e->gdt_limit = sizeof(gdt) - 1;
@@ -376,11 +377,25 @@ int x86_boot_load(struct x86_boot *b, struct machine *m,
 	    !guest_mem_write(&m->mem, BOOT_CMDLINE, b->cmdline,
 			     strlen(b->cmdline) + 1) ||
 	    (b->initrd_fd >= 0 && load_initrd(b, m)) ||
-	    write_boot_params(b, m, l, rsdp) || write_cpu_tables(m, entry)) {
+	    write_boot_params(b, m, l, rsdp) || write_cpu_tables(&m->mem, entry)) {
 		error_report("cannot load the kernel into guest memory");
 		return -1;
 	}
 	entry->rip = b->load_addr + 0x200;
 	entry->rsi = BOOT_PARAMS;
+	return 0;
+}
+
+extern const uint8_t x86_check_code[], x86_check_code_end[];
+
+/* The same GDT, page tables and entry state as a kernel gets. */
+int x86_check_guest_load(struct guest_mem *mem, struct x86_cpu_entry *entry)
+{
+	if (!guest_mem_write(mem, X86_CHECK_ENTRY, x86_check_code,
+			     x86_check_code_end - x86_check_code) ||
+	    write_cpu_tables(mem, entry))
+		return -1;
+	entry->rip = X86_CHECK_ENTRY;
+	entry->rsi = X86_CHECK_LOOPS;
 	return 0;
 }

@@ -12,7 +12,7 @@
 #define CLI_MAX_CPUS 254
 #define CLI_MAX_BLK_ARGS 64
 
-enum cli_action { CLI_RUN, CLI_HELP, CLI_VERSION };
+enum cli_action { CLI_RUN, CLI_HELP, CLI_VERSION, CLI_CHECK_KVM, CLI_ACCEL_HELP };
 
 /* A -drive or -device virtio-blk-pci argument, kept in command-line order. */
 struct cli_blk_arg {
@@ -31,6 +31,7 @@ struct cli_opts {
 	uint64_t ram_size;
 	unsigned ncpus;
 	unsigned timeout_s;		/* 0: none */
+	bool kvm_check;			/* refuse a /dev/kvm that cannot run the guest */
 	bool debug_exit;
 	uint16_t debug_exit_iobase, debug_exit_iosize;
 	struct cli_blk_arg blk[CLI_MAX_BLK_ARGS];

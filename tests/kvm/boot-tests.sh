@@ -44,9 +44,10 @@ if [ -z "$inner" ]; then
 	"$here/mkinitrd" -o "$outdir/guest.img" -i "$here/guest-init.sh" || exit 1
 	cd "$outdir" || exit 1
 	args=(--inner --outdir "$outdir" --kernel "$kernel")
-	[ "$vmm" = qemu ] && args+=(--qemu) || args+=(--brisk "$brisk")
+	wk=()
+	[ "$vmm" = qemu ] && args+=(--qemu) || { args+=(--brisk "$brisk"); wk=(--brisk "$brisk"); }
 	exec "$here/with-kvm" --whole-stdout --timeout "${BRISK_BOOT_TESTS_TIMEOUT:-720}" \
-		--work "$outdir" -- "$me" "${args[@]}"
+		"${wk[@]}" --work "$outdir" -- "$me" "${args[@]}"
 fi
 
 # ---- inside with-kvm -------------------------------------------------------
@@ -161,6 +162,14 @@ if [ "$vmm" = brisk ]; then panic_rc=2; else panic_rc=1; fi
 echo "# route: ${BRISK_WITH_KVM_ROUTE:-unknown}, vmm: $vmm, kernel: $kernel"
 dx=(-device isa-debug-exit,iobase=0xf4,iosize=0x04)
 timeout_s=5
+if [ "$vmm" = brisk ]; then
+	# with-kvm came here only where brisk's check passes (or the nested
+	# host, kvm_amd): brisk must agree, or every boot below would be
+	# refused.
+	out=$(timeout 20 "$brisk" --check-kvm 2>&1)
+	check $? "brisk --check-kvm: usable on the ${BRISK_WITH_KVM_ROUTE:-} route" "$(echo $out)"
+	echo "$out" | sed 's/^/# /'
+fi
 boot poweroff-smp1 1 512 poweroff 0
 boot reboot-smp2 2 1024 reboot 0 -no-reboot
 boot debug-exit-1-smp4 4 1024 debug-exit=1 3 "${dx[@]}"
