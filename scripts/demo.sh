@@ -4,9 +4,10 @@
 # The newcomer's first run: installs what is missing, builds brisk, boots
 # Debian's kernel with a busybox + fio initramfs and a virtio-blk disk, and
 # runs a short fio randread (4k, iodepth 64, io_uring, O_DIRECT) on
-# /dev/vda inside the guest, printing its IOPS.  Where this machine has no
-# /dev/kvm the guest runs inside the nested host of tests/kvm/with-kvm
-# (slow, but real KVM), and the script says so.
+# /dev/vda inside the guest, printing its IOPS.  Where this machine's
+# /dev/kvm cannot run an ordinary guest (none, or kvm_pvm's) the guest runs
+# inside the nested host of tests/kvm/with-kvm (slow, but real KVM), and
+# the script says why.
 #
 #   scripts/demo.sh [--runtime SECONDS] [--packed]
 set -euo pipefail
@@ -47,12 +48,9 @@ exec "$top/build/brisk" -kernel "$kernel" -initrd fio.cpio \\
 EOS
 chmod +x "$work/run.sh"
 
-if [ -c /dev/kvm ] && (exec 3<>/dev/kvm) 2>/dev/null; then
-	echo "demo: booting the guest under /dev/kvm"
-else
-	echo "demo: no usable /dev/kvm here: booting the guest inside a nested host" \
-	     "(tests/kvm/with-kvm; expect a few minutes)"
-fi
+# with-kvm says which route it takes and why: natively only where brisk's
+# own check finds that /dev/kvm runs ordinary guests, else a nested host
+# (a few minutes).
 echo "demo: brisk -kernel $kernel -initrd fio.cpio -m 1G -smp 1 -drive file=disk.raw,... -device virtio-blk-pci,drive=d0,packed=$packed"
 status=0
 tests/kvm/with-kvm --timeout 1200 --work "$work" -- "$work/run.sh" |

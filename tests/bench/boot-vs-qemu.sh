@@ -96,7 +96,7 @@ fi
 mkdir -p "$outdir" && outdir=$(realpath "$outdir") || exit 1
 "$src/tests/kvm/mkinitrd" -o "$outdir/guest.img" -i "$src/tests/kvm/guest-init.sh" || exit 1
 rm -f "$outdir/results"
-(cd "$outdir" && "$src/tests/kvm/with-kvm" --timeout 3000 --work "$outdir" -- \
+(cd "$outdir" && "$src/tests/kvm/with-kvm" --timeout 3000 --brisk "$brisk" --work "$outdir" -- \
 	"$me" --inner --brisk "$brisk" -n "$runs" --smp "$smp" --mem "$mem" \
 	--kernel "$kernel" --outdir "$outdir") || exit 1
 

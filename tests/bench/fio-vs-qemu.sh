@@ -181,8 +181,11 @@ for c in "${clist[@]}"; do sargs+=(--case "$c"); done
 nruns=$((runs * ${#clist[@]} * ${#vmms[@]}))
 withkvm=$top/tests/kvm/with-kvm
 [ -x "$withkvm" ] || die "missing $withkvm"
-kvm_here() { [ -c /dev/kvm ] && (exec 3<>/dev/kvm) 2>/dev/null; }
-if kvm_here; then
+# Decided here, not left to with-kvm, because the time limits depend on it.
+. "$top/tests/kvm/lib/route.sh"
+kvm_route "${BRISK_WITH_KVM:-auto}" "BRISK_WITH_KVM=${BRISK_WITH_KVM:-}" "$brisk" || die "$ROUTE_WHY"
+say "$ROUTE_WHY"
+if [ "$ROUTE" = native ]; then
 	per=$((ramp + runtime + 30)) start=60 mem=1024
 else
 	# Booting the inner guest at emulation speed takes a minute or two.
@@ -192,7 +195,7 @@ fi
 sargs+=(--start-timeout "$start")
 limit=$((nruns * per * 3 / 2 + 300))
 say "$nruns runs (${#vmms[@]} VMMs x ${#clist[@]} cases x $runs), ${ramp}s warm-up + ${runtime}s each; time limit ${limit}s"
-"$withkvm" --timeout "$limit" --mem "$mem" --cpus 2 --work "$out" -- \
+"$withkvm" "--$ROUTE" --timeout "$limit" --mem "$mem" --cpus 2 --work "$out" -- \
 	"$fio/series.sh" "${sargs[@]}"
 rc=$?
 [ $rc -eq 124 ] && say "the series did not finish: it ran past ${limit}s, or the nested host failed twice (see above); the runs done so far follow"

@@ -61,7 +61,7 @@ if [ -z "$inner" ]; then
 		-f "$outdir/pa:/pat/pa" -f "$outdir/pb:/pat/pb" -f "$outdir/pc:/pat/pc" || exit 1
 	cd "$outdir" || exit 1
 	exec "$here/with-kvm" --whole-stdout --timeout "${BRISK_BLK_TESTS_TIMEOUT:-480}" \
-		--work "$outdir" -- "$me" --inner --brisk "$brisk" --outdir "$outdir" --kernel "$kernel" ${only:+--only "$only"}
+		--brisk "$brisk" --work "$outdir" -- "$me" --inner --brisk "$brisk" --outdir "$outdir" --kernel "$kernel" ${only:+--only "$only"}
 fi
 
 # ---- inside with-kvm -------------------------------------------------------
