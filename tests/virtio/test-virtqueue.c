@@ -12,16 +12,7 @@
 
 #include "vq-driver.h"
 
-static int failures;
-static int checks;
-
-#define CHECK(cond) do {						\
-	checks++;							\
-	if (!(cond)) {							\
-		failures++;						\
-		fprintf(stderr, "FAIL %s:%d: %s\n", __func__, __LINE__, #cond); \
-	}								\
-} while (0)
+#include "check.h"
 
 #define F_INDIRECT (1ull << VIRTIO_F_RING_INDIRECT_DESC)
 #define F_EVENT_IDX (1ull << VIRTIO_F_RING_EVENT_IDX)
@@ -574,7 +565,7 @@ static void test_hostile(const struct hostile *h)
 	/* (uint64_t)-1 marks "indirect not offered". */
 	uint64_t f = h->features == (uint64_t)-1 ? F_PACKED * h->packed
 						 : feats(h->packed, h->features);
-	int bad = failures;
+	int bad = failed;
 	const char *why;
 
 	drv_init(&d, h->packed, h->num, RAM_SIZE);
@@ -591,7 +582,7 @@ static void test_hostile(const struct hostile *h)
 	/* Reset brings the queue back. */
 	virtqueue_reset(&vq);
 	CHECK(!vq.broken && !vq.enabled);
-	if (failures != bad)
+	if (failed != bad)
 		printf("FAIL hostile: %s\n", h->name);
 	else
 		printf("ok hostile: %s: %s\n", h->name, why);
@@ -846,6 +837,5 @@ int main(void)
 	test_threads(true);
 	test_random(false, 1.0);
 	test_random(true, 1.0);
-	printf("%d checks, %d failed\n", checks, failures);
-	return failures ? 1 : 0;
+	return check_summary();
 }
