@@ -137,11 +137,26 @@ int virtqueue_split_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem
 	if (last == vq->shadow_avail_idx) {
 		if (!split_read_avail_idx(vq))
 			return -1;
-		if (vq->event_idx && vq->notification)
+		if (vq->event_idx && vq->notification) {
 			vq_st16(split_avail_event(vq), vq->shadow_avail_idx);
+			/*
+			 * Empty: the caller may sleep until the next kick.  The
+			 * event store must reach the driver before we look at
+			 * its index once more, or a buffer added meanwhile
+			 * would get neither a kick nor a pop.
+			 */
+			if (last == vq->shadow_avail_idx) {
+				vq_mb();
+				if (!split_read_avail_idx(vq))
+					return -1;
+			}
+		}
 		if (last == vq->shadow_avail_idx)
 			return 0;
 	}
+	/* A driver cannot offer more buffers than the ring holds. */
+	if (unlikely(vq->inflight >= vq->num))
+		return vq_fail(vq, "more buffers in use than the queue size");
 	head = vq_ld16(&split_avail(vq)->ring[last & (vq->num - 1)]);
 	if (head >= vq->num)
 		return vq_fail(vq, "available head index out of range");

@@ -61,7 +61,7 @@ struct virtqueue {
 	/* notification suppression */
 	uint16_t signalled_used;
 	bool signalled_used_valid;
-	unsigned int inflight;	/* popped, not yet flushed */
+	unsigned int inflight;	/* in use: popped, not yet flushed; <= num */
 	/* fill() stages here, flush() publishes */
 	unsigned int pending;
 
@@ -100,6 +100,16 @@ void virtqueue_reset(struct virtqueue *vq);
  * device embed the element at the start of its own request struct; the
  * first size bytes come back zeroed.  Zero-length descriptors are skipped
  * (they map nothing), so out_num + in_num may be less than the chain length.
+ *
+ * An element is in use from pop until flush publishes it.  A driver can
+ * never have more buffers outstanding than the queue holds, so popping
+ * one more while num are in use is a guest error (a driver that offers a
+ * head again before it came back), not a reason to allocate more.
+ *
+ * With notifications enabled (virtqueue_set_notification), 0 also means
+ * the driver was asked for a kick for the next buffer, after a full
+ * barrier: a caller may sleep until that kick.  With them disabled it
+ * only means "nothing now".
  */
 int virtqueue_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem);
 

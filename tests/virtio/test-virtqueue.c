@@ -3,12 +3,15 @@
  * Virtqueue unit tests: a guest-side driver in this process against the
  * device side in virtio/, for both ring kinds, honest and hostile.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "vq-driver.h"
 
@@ -365,6 +368,64 @@ static void test_enable(void)
 	CHECK(virtqueue_enable(&vq, feats(false, 0)) == 0);
 	CHECK(drv_canary_ok(&d));
 	printf("ok enable checks\n");
+	drv_destroy(&d);
+}
+
+/*
+ * The in-use bound (the CVE-2016-5403 class).  An honest driver has at
+ * most num buffers outstanding, and pop keeps serving it right up to that;
+ * a driver that offers a head again while it is still in use (and never
+ * waits for the used ring) must break the ring at the first pop beyond
+ * num, not make the device allocate without end.
+ */
+static void test_inuse_bound(bool packed)
+{
+	unsigned int num = 4, popped = 0;
+	struct vq_elem *e[8] = { NULL };
+	struct vq_driver d;
+	struct virtqueue vq;
+	struct drv_seg s = { 0, 16, false };
+	uint16_t id;
+	uint32_t len;
+
+	drv_init(&d, packed, num, RAM_SIZE);
+	s.gpa = d.data;
+	CHECK(drv_setup_vq(&d, &vq, feats(packed, 0)) == 0);
+	/* Honest: all num in use, one back, one more in. */
+	for (unsigned int i = 0; i < num; i++)
+		CHECK(drv_add(&d, &s, 1, false) >= 0);
+	while (popped < num && virtqueue_pop(&vq, sizeof(*e[0]), &e[popped]) == 1)
+		popped++;
+	CHECK(popped == num);
+	CHECK(virtqueue_pop(&vq, sizeof(*e[0]), &e[num]) == 0 && !vq.broken);
+	virtqueue_push(&vq, e[0], 0);
+	free(e[0]);
+	CHECK(drv_reap(&d, &id, &len) == 1);
+	CHECK(drv_add(&d, &s, 1, false) >= 0);
+	CHECK(virtqueue_pop(&vq, sizeof(*e[0]), &e[0]) == 1 && !vq.broken);
+	CHECK(vq.inflight == num);
+
+	/* Hostile: the first chain's head offered again while in use. */
+	if (packed) {
+		struct vring_packed_desc *ring = drv_ptr(&d, d.desc);
+		/* The device is on its second lap: wrap counter 0. */
+		uint16_t lap2 = VRING_PACKED_DESC_F_USED;
+
+		ring[1].flags = lap2;
+	} else {
+		struct vring_avail *a = drv_ptr(&d, d.driver);
+
+		a->ring[d.avail_idx % num] = a->ring[0];
+		__atomic_store_n(&a->idx, ++d.avail_idx, __ATOMIC_RELEASE);
+	}
+	CHECK(virtqueue_has_work(&vq));
+	CHECK(virtqueue_pop(&vq, sizeof(*e[0]), &e[num]) == -1);
+	CHECK(vq.broken && vq.error && strstr(vq.error, "in use"));
+	CHECK(virtqueue_pop(&vq, sizeof(*e[0]), &e[num]) == -1);
+	CHECK(drv_canary_ok(&d));
+	for (unsigned int i = 0; i < num; i++)
+		free(e[i]);
+	printf("ok in-use bound %s\n", kind(packed));
 	drv_destroy(&d);
 }
 
@@ -817,6 +878,102 @@ static void test_threads(bool packed)
 	drv_destroy(&d);
 }
 
+/*
+ * A device that sleeps until the next kick once pop returns 0 (with
+ * notifications on), and a split EVENT_IDX driver that kicks only when
+ * avail_event asks for it, as Linux does, one request at a time.  If pop
+ * published avail_event without a full barrier before its last look at
+ * the avail index, a buffer added in between would get neither a pop nor
+ * a kick: the device would sleep with work waiting (a lost wakeup, seen
+ * here as a 200 ms timeout).
+ */
+struct sleeper {
+	struct virtqueue *vq;
+	int kick_fd;
+	unsigned long added;	/* atomic: chains the driver made available */
+	unsigned long pushed;
+	unsigned long lost;
+	unsigned long errors;
+	int stop;
+};
+
+static void *sleeper_device(void *opaque)
+{
+	struct sleeper *c = opaque;
+	unsigned int seed = 1;
+
+	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+		struct pollfd p = { .fd = c->kick_fd, .events = POLLIN };
+		struct vq_elem *e;
+		eventfd_t v;
+		int r;
+
+		/* Land our last look at varying points of the driver's add. */
+		for (volatile unsigned int k = rand_r(&seed) % 256; k; k--)
+			;
+		r = virtqueue_pop(c->vq, sizeof(*e), &e);
+
+		if (r < 0) {
+			c->errors++;
+			break;
+		}
+		if (r == 1) {
+			virtqueue_push(c->vq, e, 0);
+			free(e);
+			__atomic_store_n(&c->pushed, c->pushed + 1, __ATOMIC_RELEASE);
+			continue;
+		}
+		if (poll(&p, 1, 200) == 0 &&
+		    __atomic_load_n(&c->added, __ATOMIC_ACQUIRE) > c->pushed)
+			c->lost++;
+		(void)eventfd_read(c->kick_fd, &v);
+	}
+	return NULL;
+}
+
+static void test_sleep_after_empty(void)
+{
+	struct vq_driver d;
+	struct virtqueue vq;
+	struct sleeper c = { .vq = &vq };
+	struct drv_seg s = { 0, 16, false };
+	double end = mono_s() + 10;
+	unsigned long n = 20000;
+	uint16_t *avail_event;
+	pthread_t dev;
+
+	drv_init(&d, false, 16, RAM_SIZE);
+	s.gpa = d.data;
+	CHECK(drv_setup_vq(&d, &vq, feats(false, F_EVENT_IDX)) == 0);
+	avail_event = (uint16_t *)&((struct vring_used *)drv_ptr(&d, d.device))->ring[16];
+	c.kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	CHECK(c.kick_fd >= 0);
+	CHECK(pthread_create(&dev, NULL, sleeper_device, &c) == 0);
+	while (c.added < n && mono_s() < end) {
+		uint16_t old = d.avail_idx, id;
+		uint32_t len;
+
+		CHECK(drv_add(&d, &s, 1, false) >= 0);
+		__atomic_store_n(&c.added, c.added + 1, __ATOMIC_RELEASE);
+		/* Our index store before reading the device's event (virtio_mb). */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (vring_need_event(__atomic_load_n(avail_event, __ATOMIC_RELAXED),
+				     d.avail_idx, old))
+			(void)eventfd_write(c.kick_fd, 1);
+		while (drv_reap(&d, &id, &len) == 0 && mono_s() < end)
+			;
+	}
+	__atomic_store_n(&c.stop, 1, __ATOMIC_RELEASE);
+	(void)eventfd_write(c.kick_fd, 1);
+	pthread_join(dev, NULL);
+	close(c.kick_fd);
+	CHECK(c.added == n && c.pushed == n);
+	CHECK(c.lost == 0 && c.errors == 0);
+	CHECK(!vq.broken && drv_canary_ok(&d));
+	printf("ok sleep after empty pop (%lu requests, %lu lost wakeups)\n", c.added, c.lost);
+	drv_destroy(&d);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -827,6 +984,7 @@ int main(void)
 		test_wrap(p, true);
 		test_batch(p);
 		test_zero_len(p);
+		test_inuse_bound(p);
 	}
 	test_notify_split();
 	test_notify_packed();
@@ -835,6 +993,7 @@ int main(void)
 		test_hostile(&hostile_cases[i]);
 	test_threads(false);
 	test_threads(true);
+	test_sleep_after_empty();
 	test_random(false, 1.0);
 	test_random(true, 1.0);
 	return check_summary();
