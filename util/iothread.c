@@ -22,11 +22,15 @@
 #define POLL_SHRINK 2
 
 struct iothread_handler {
+	uint64_t id;		/* what epoll hands back: never reused */
 	int fd;
 	iothread_fn fn;
 	void *opaque;
 	struct iothread_handler *next;
 };
+
+/* epoll data of the stop eventfd; handler ids start at 1. */
+#define IOTHREAD_STOP_ID 0
 
 struct iothread {
 	char name[16];		/* what a thread name can hold */
@@ -42,6 +46,7 @@ struct iothread {
 	 */
 	pthread_mutex_t lock;
 	struct iothread_handler *handlers;
+	uint64_t next_id;	/* under lock */
 	/* under lock; npollers is also read, atomically, by the loop */
 	struct iothread_poller pollers[IOTHREAD_MAX_POLLERS];
 	unsigned npollers;
@@ -69,7 +74,7 @@ struct iothread *iothread_new(const char *name)
 		free(t);
 		return NULL;
 	}
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = IOTHREAD_STOP_ID };
 
 	epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->stop_fd, &ev);
 	pthread_mutexattr_init(&attr);
@@ -85,9 +90,11 @@ int iothread_add_fd(struct iothread *t, int fd, iothread_fn fn, void *opaque)
 
 	if (!h)
 		return -1;
-	*h = (struct iothread_handler){ .fd = fd, .fn = fn, .opaque = opaque };
 	pthread_mutex_lock(&t->lock);
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = h };
+	*h = (struct iothread_handler){
+		.id = ++t->next_id, .fd = fd, .fn = fn, .opaque = opaque,
+	};
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = h->id };
 
 	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		pthread_mutex_unlock(&t->lock);
@@ -111,24 +118,22 @@ void iothread_del_fd(struct iothread *t, int fd)
 		epoll_ctl(t->epfd, EPOLL_CTL_DEL, fd, NULL);
 		*p = h->next;
 		/*
-		 * Events already fetched by the running poll may still name h:
-		 * mark it dead instead of freeing it under them.
+		 * Events already fetched by a running poll may still carry
+		 * h's id; it is looked up again before each call and no
+		 * later handler gets the same id, so freeing is safe.
 		 */
-		h->fn = NULL;
-		h->next = NULL;
-		h->fd = -1;
 		free(h);
 		break;
 	}
 	pthread_mutex_unlock(&t->lock);
 }
 
-static bool iothread_live(struct iothread *t, struct iothread_handler *h)
+static struct iothread_handler *iothread_lookup(struct iothread *t, uint64_t id)
 {
-	for (struct iothread_handler *p = t->handlers; p; p = p->next)
-		if (p == h)
-			return true;
-	return false;
+	for (struct iothread_handler *h = t->handlers; h; h = h->next)
+		if (h->id == id)
+			return h;
+	return NULL;
 }
 
 int iothread_poll(struct iothread *t, int timeout_ms)
@@ -141,14 +146,18 @@ int iothread_poll(struct iothread *t, int timeout_ms)
 		return errno == EINTR ? 0 : -1;
 	pthread_mutex_lock(&t->lock);
 	for (int i = 0; i < n; i++) {
-		struct iothread_handler *h = ev[i].data.ptr;
+		struct iothread_handler *h;
 
-		if (!h) {
+		if (ev[i].data.u64 == IOTHREAD_STOP_ID) {
 			__atomic_store_n(&t->running, false, __ATOMIC_RELEASE);
 			continue;
 		}
-		/* A handler earlier in this batch may have removed h. */
-		if (!iothread_live(t, h))
+		/*
+		 * A handler earlier in this batch may have removed this one,
+		 * and added another that now sits at the same address.
+		 */
+		h = iothread_lookup(t, ev[i].data.u64);
+		if (!h)
 			continue;
 		h->fn(h->opaque);
 		ran++;
