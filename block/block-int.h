@@ -24,6 +24,11 @@ struct blk_queue {
 	struct iothread *t;
 	enum blk_aio aio;
 	bool closing;		/* blk_queue_free() has begun */
+	/*
+	 * Worker threads on the same I/O thread for what io_uring cannot
+	 * do without blocking (BLKDISCARD), made at first need.
+	 */
+	struct blk_queue *aux;
 };
 
 /* Returns NULL with -errno in *err when io_uring itself is unusable. */
@@ -48,7 +53,7 @@ void blk_iov_advance(struct blk_req *req, size_t n);
 
 /* How a DISCARD or WRITE_ZEROES request is carried out right now. */
 enum blk_zero_how { BLK_ZERO_PUNCH, BLK_ZERO_RANGE, BLK_ZERO_WRITE,
-		    BLK_ZERO_SKIP };
+		    BLK_ZERO_SKIP, BLK_ZERO_BLKDISCARD };
 enum blk_zero_how blk_zero_how(const struct blk_file *f,
 			       const struct blk_req *req);
 int blk_zero_fallocate_mode(enum blk_zero_how how);
@@ -59,7 +64,22 @@ static inline bool blk_err_unsupported(int err)
 	return err == -EOPNOTSUPP || err == -ENOSYS;
 }
 
+/*
+ * A block device's discard: BLKDISCARD on the whole logical blocks inside
+ * the range (it refuses others).  Blocks; for worker threads.
+ */
+int blk_discard_blkdev(struct blk_file *f, const struct blk_req *req);
+
 /* Final step of every request, on the thread that owns the queue. */
 void blk_req_finish(struct blk_queue *q, struct blk_req *req, int64_t res);
+
+/*
+ * Test seam: an io_uring queue hands its submission queue to fn instead
+ * of io_uring_submit(), so a test can make the kernel refuse it.
+ */
+struct io_uring;
+typedef int (*blk_uring_submit_fn)(struct io_uring *ring, void *opaque);
+void blk_uring_set_submit(struct blk_queue *q, blk_uring_submit_fn fn,
+			  void *opaque);
 
 #endif

@@ -15,32 +15,65 @@
 /* Sector size the device exposes; images must be whole sectors. */
 #define BLK_SECTOR 512u
 
-static unsigned int blk_dio_align(int fd, const struct stat *st)
+static bool blk_pow2(unsigned int v, unsigned int max)
 {
-	unsigned int align = BLK_SECTOR;
+	return v && !(v & (v - 1)) && v <= max;
+}
 
-	if (S_ISBLK(st->st_mode)) {
-		int lbs = 0;
+/* What a host block device says of itself; 0 where it says nothing. */
+static void blk_bdev_geometry(struct blk_file *f)
+{
+	int lbs = 0;
+	unsigned int pbs = 0, io_min = 0, io_opt = 0;
 
-		if (ioctl(fd, BLKSSZGET, &lbs) == 0 && lbs > 0)
-			align = (unsigned int)lbs;
-		return align;
-	}
+	if (ioctl(f->fd, BLKSSZGET, &lbs) == 0 && lbs > 0)
+		f->lbs = (unsigned int)lbs;
+	if (ioctl(f->fd, BLKPBSZGET, &pbs) == 0)
+		f->pbs = pbs;
+	if (ioctl(f->fd, BLKIOMIN, &io_min) == 0)
+		f->io_min = io_min;
+	if (ioctl(f->fd, BLKIOOPT, &io_opt) == 0)
+		f->io_opt = io_opt;
+}
+
+/*
+ * The logical block and, with O_DIRECT, the alignment the kernel demands
+ * of offsets, lengths and buffers.  Odd values (not a power of two, or
+ * beyond a page) are not trusted: a page is.
+ */
+static void blk_file_geometry(struct blk_file *f, const struct stat *st)
+{
+	unsigned int offset = 0, mem = 0;
+
+	f->lbs = BLK_SECTOR;
+	if (S_ISBLK(st->st_mode))
+		blk_bdev_geometry(f);
 #ifdef STATX_DIOALIGN
 	struct statx stx;
 
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+	if (f->direct && statx(f->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
 	    (stx.stx_mask & STATX_DIOALIGN)) {
-		if (stx.stx_dio_offset_align > align)
-			align = stx.stx_dio_offset_align;
-		if (stx.stx_dio_mem_align > align)
-			align = stx.stx_dio_mem_align;
+		offset = stx.stx_dio_offset_align;
+		mem = stx.stx_dio_mem_align;
 	}
 #endif
-	/* Anything odd (not a power of two, huge) falls back to a page. */
-	if (align & (align - 1) || align > 4096)
-		align = 4096;
-	return align;
+	/* A regular file takes O_DIRECT in units of its offset alignment. */
+	if (f->direct && !S_ISBLK(st->st_mode) && offset > f->lbs)
+		f->lbs = offset;
+	if (!blk_pow2(f->lbs, 4096))
+		f->lbs = 4096;
+	if (!blk_pow2(f->pbs, 1u << 20) || f->pbs < f->lbs)
+		f->pbs = f->lbs;
+	if (f->io_min % f->lbs)
+		f->io_min = 0;
+	if (f->io_opt % f->lbs)
+		f->io_opt = 0;
+	if (!f->direct) {
+		f->align = f->mem_align = 1;
+		return;
+	}
+	f->align = offset > f->lbs && blk_pow2(offset, 4096) ? offset : f->lbs;
+	f->mem_align = blk_pow2(mem, 4096) ? mem : f->align;
 }
 
 static int blk_file_check(struct blk_file *f, const char *path)
@@ -76,7 +109,8 @@ static int blk_file_check(struct blk_file *f, const char *path)
 			     path, f->size, BLK_SECTOR);
 		return -1;
 	}
-	f->align = f->direct ? blk_dio_align(f->fd, &st) : 1;
+	f->blockdev = S_ISBLK(st.st_mode);
+	blk_file_geometry(f, &st);
 	return 0;
 }
 

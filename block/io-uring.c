@@ -2,10 +2,10 @@
 #include <assert.h>
 #include <errno.h>
 #include <liburing.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "block-int.h"
@@ -25,6 +25,10 @@
 /* user_data low bit: complete with req->err, no I/O was done. */
 #define BLK_URING_NOIO 1ull
 
+/* A refused submit is tried again after this, doubling up to the max. */
+#define BLK_URING_RETRY_MIN_NS 100000ull
+#define BLK_URING_RETRY_MAX_NS 100000000ull
+
 struct blk_uring {
 	struct blk_queue q;
 	struct io_uring ring;
@@ -32,6 +36,10 @@ struct blk_uring {
 	unsigned int inflight;
 	struct blk_req *over_head, *over_tail;
 	void *zbuf;
+	blk_uring_submit_fn submit;
+	void *submit_opaque;
+	int retry_fd;		/* timerfd, made at the first refused submit */
+	uint64_t retry_ns;	/* 0: no retry armed */
 };
 
 static struct blk_uring *to_uring(struct blk_queue *q)
@@ -54,6 +62,11 @@ static void uring_prep_zero(struct blk_uring *u, struct io_uring_sqe *sqe,
 	enum blk_zero_how how = blk_zero_how(u->q.f, req);
 	uint64_t n;
 
+	if (req->syncing) {
+		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+		io_uring_sqe_set_data(sqe, req);
+		return;
+	}
 	/* Another queue may learn a flag meanwhile: remember what we did. */
 	req->err = (int)how;
 	switch (how) {
@@ -72,8 +85,11 @@ static void uring_prep_zero(struct blk_uring *u, struct io_uring_sqe *sqe,
 			n = BLK_ZERO_BUF_SIZE;
 		io_uring_prep_write(sqe, fd, u->zbuf, (unsigned int)n,
 				    req->offset + req->done);
+		if (req->fua)
+			sqe->rw_flags = RWF_DSYNC;
 		break;
 	case BLK_ZERO_SKIP:
+	case BLK_ZERO_BLKDISCARD:	/* blk_queue_add() hands it to workers */
 		uring_prep_noio(sqe, req, 0);
 		return;
 	}
@@ -104,6 +120,8 @@ static void uring_prep(struct blk_uring *u, struct blk_req *req)
 	case BLK_OP_WRITE:
 		io_uring_prep_writev(sqe, fd, req->iov, req->iovcnt,
 				     req->offset + req->done);
+		if (req->fua)
+			sqe->rw_flags = RWF_DSYNC;
 		break;
 	case BLK_OP_FLUSH:
 		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
@@ -116,26 +134,70 @@ static void uring_prep(struct blk_uring *u, struct blk_req *req)
 	io_uring_sqe_set_data(sqe, req);
 }
 
+static int uring_submit_real(struct io_uring *ring, void *opaque)
+{
+	(void)opaque;
+	return io_uring_submit(ring);
+}
+
+static void uring_retry_handler(void *opaque);
+
+/*
+ * The kernel refused the SQ (short of memory, or something unexpected).
+ * The entries stay there; nothing else may come to submit them (no other
+ * request in flight, no completion due), so a timer does, backing off
+ * while the refusals go on.  The I/O thread keeps serving meanwhile.
+ */
+static void uring_retry_later(struct blk_uring *u, int err)
+{
+	uint64_t ns = u->retry_ns ? u->retry_ns * 2 : BLK_URING_RETRY_MIN_NS;
+	struct itimerspec its = { 0 };
+
+	if (err != -EAGAIN && err != -EBUSY)
+		error_report_once(&u->q.f->error_reported, "%s: io_uring submit: %s; retrying",
+				  u->q.f->path, strerror(-err));
+	if (u->retry_fd < 0) {
+		u->retry_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (u->retry_fd >= 0 &&
+		    iothread_add_fd(u->q.t, u->retry_fd, uring_retry_handler, u) < 0) {
+			close(u->retry_fd);
+			u->retry_fd = -1;
+		}
+	}
+	if (ns > BLK_URING_RETRY_MAX_NS)
+		ns = BLK_URING_RETRY_MAX_NS;
+	u->retry_ns = ns;
+	its.it_value.tv_sec = ns / 1000000000;
+	its.it_value.tv_nsec = ns % 1000000000;
+	if (u->retry_fd < 0 || timerfd_settime(u->retry_fd, 0, &its, NULL) < 0) {
+		/* No timer to be had: a completion is then the only hope. */
+		error_report("%s: io_uring submit retry: %s", u->q.f->path,
+			     strerror(errno));
+		u->retry_ns = 0;
+	}
+}
+
 static void uring_flush_sq(struct blk_uring *u)
 {
 	while (io_uring_sq_ready(&u->ring)) {
-		int r = io_uring_submit(&u->ring);
+		int r = u->submit(&u->ring, u->submit_opaque);
 
-		if (r >= 0)
+		if (r >= 0 || r == -EINTR)
 			continue;
-		if (r == -EINTR)
-			continue;
-		if (r == -EAGAIN || r == -EBUSY) {
-			/* Kernel short of memory: let it breathe, then retry. */
-			sched_yield();
-			continue;
-		}
-		/* Left in the SQ; the next submit or completion retries. */
-		error_report_once(&u->q.f->error_reported,
-				  "%s: io_uring submit: %s", u->q.f->path,
-				  strerror(-r));
+		uring_retry_later(u, r);
 		return;
 	}
+	u->retry_ns = 0;
+}
+
+static void uring_retry_handler(void *opaque)
+{
+	struct blk_uring *u = opaque;
+	uint64_t n;
+
+	if (read(u->retry_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		return;
+	uring_flush_sq(u);
 }
 
 static void uring_add(struct blk_queue *q, struct blk_req *req)
@@ -199,6 +261,16 @@ static void uring_zero_done(struct blk_uring *u, struct blk_req *req, int res)
 	enum blk_zero_how how = (enum blk_zero_how)req->err;
 
 	if (res == -EAGAIN || res == -EINTR) {
+		uring_prep(u, req);
+		return;
+	}
+	if (req->syncing) {
+		blk_req_finish(&u->q, req, res < 0 ? res : 0);
+		return;
+	}
+	/* Written with RWF_DSYNC; a fallocate needs its own sync. */
+	if (res >= 0 && req->fua && how != BLK_ZERO_WRITE && how != BLK_ZERO_SKIP) {
+		req->syncing = true;
 		uring_prep(u, req);
 		return;
 	}
@@ -299,6 +371,10 @@ static void uring_free(struct blk_queue *q)
 
 	/* Waits out a running handler; after this the ring is ours alone. */
 	iothread_del_fd(q->t, u->efd);
+	if (u->retry_fd >= 0) {
+		iothread_del_fd(q->t, u->retry_fd);
+		close(u->retry_fd);
+	}
 	uring_fill_from_overflow(u);
 	uring_flush_sq(u);
 	while (u->inflight || u->over_head) {
@@ -377,5 +453,16 @@ struct blk_queue *blk_uring_new(struct blk_file *f, struct iothread *t,
 	}
 	u->q = (struct blk_queue){ .ops = &uring_ops, .f = f, .t = t,
 				   .aio = BLK_AIO_IO_URING };
+	u->submit = uring_submit_real;
+	u->retry_fd = -1;
 	return &u->q;
+}
+
+void blk_uring_set_submit(struct blk_queue *q, blk_uring_submit_fn fn, void *opaque)
+{
+	struct blk_uring *u = to_uring(q);
+
+	assert(q->aio == BLK_AIO_IO_URING);
+	u->submit = fn ? fn : uring_submit_real;
+	u->submit_opaque = opaque;
 }

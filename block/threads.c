@@ -76,7 +76,8 @@ static int64_t do_rw(struct blk_file *f, struct blk_req *req)
 		off_t off = (off_t)(req->offset + req->done);
 		ssize_t n = req->op == BLK_OP_READ ?
 			    preadv(f->fd, req->iov, req->iovcnt, off) :
-			    pwritev(f->fd, req->iov, req->iovcnt, off);
+			    pwritev2(f->fd, req->iov, req->iovcnt, off,
+				     req->fua ? RWF_DSYNC : 0);
 
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
@@ -96,10 +97,12 @@ static int64_t do_write_zeros(struct blk_threads *th, struct blk_req *req)
 		uint64_t n = req->len - req->done;
 		ssize_t r;
 
-		if (n > BLK_ZERO_BUF_SIZE)
-			n = BLK_ZERO_BUF_SIZE;
-		r = pwrite(th->q.f->fd, th->zbuf, n,
-			   (off_t)(req->offset + req->done));
+		struct iovec iov = { th->zbuf, BLK_ZERO_BUF_SIZE };
+
+		if (n < iov.iov_len)
+			iov.iov_len = n;
+		r = pwritev2(th->q.f->fd, &iov, 1, (off_t)(req->offset + req->done),
+			     req->fua ? RWF_DSYNC : 0);
 		if (r < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (r < 0)
@@ -108,6 +111,14 @@ static int64_t do_write_zeros(struct blk_threads *th, struct blk_req *req)
 			return -EIO;
 		req->done += (uint64_t)r;
 	}
+	return 0;
+}
+
+static int64_t do_fdatasync(struct blk_file *f)
+{
+	while (fdatasync(f->fd) < 0)
+		if (errno != EINTR)
+			return -errno;
 	return 0;
 }
 
@@ -120,11 +131,13 @@ static int64_t do_zero(struct blk_threads *th, struct blk_req *req)
 
 		if (how == BLK_ZERO_SKIP)
 			return 0;
+		if (how == BLK_ZERO_BLKDISCARD)
+			return blk_discard_blkdev(f, req);
 		if (how == BLK_ZERO_WRITE)
 			return th->zbuf ? do_write_zeros(th, req) : -ENOMEM;
 		if (fallocate(f->fd, blk_zero_fallocate_mode(how),
 			      (off_t)req->offset, (off_t)req->len) == 0)
-			return 0;
+			return req->fua ? do_fdatasync(f) : 0;
 		if (errno == EINTR || errno == EAGAIN)
 			continue;
 		if (!blk_err_unsupported(-errno))
@@ -145,10 +158,7 @@ static int64_t do_req(struct blk_threads *th, struct blk_req *req)
 	case BLK_OP_WRITE:
 		return total ? do_rw(th->q.f, req) : 0;
 	case BLK_OP_FLUSH:
-		while (fdatasync(th->q.f->fd) < 0)
-			if (errno != EINTR)
-				return -errno;
-		return 0;
+		return do_fdatasync(th->q.f);
 	case BLK_OP_DISCARD:
 	case BLK_OP_WRITE_ZEROES:
 		return do_zero(th, req);

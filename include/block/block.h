@@ -30,18 +30,30 @@ struct blk_file {
 	uint64_t size;		/* bytes */
 	bool readonly;
 	bool direct;		/* opened O_DIRECT */
+	bool blockdev;		/* a host block device, not a regular file */
 	/*
-	 * Buffer/offset alignment O_DIRECT needs (512 or the device's
-	 * logical block size; 1 without O_DIRECT).  There is no bounce
-	 * buffer: a misaligned request on an O_DIRECT file fails -EINVAL.
+	 * The host's logical block (512 to 4096): a device should offer it
+	 * to its guest as the smallest unit to write.  A block device's
+	 * own; with O_DIRECT, a regular file's offset alignment; else 512.
+	 * pbs, io_min, io_opt: the rest of a block device's topology, in
+	 * bytes (pbs == lbs and 0 when the host says nothing).
 	 */
-	unsigned int align;
+	unsigned int lbs, pbs, io_min, io_opt;
+	/*
+	 * What O_DIRECT demands (1 without it): offsets and lengths in
+	 * multiples of align, buffers on mem_align.  Requests whose buffers
+	 * are not go through an aligned bounce buffer; reads whose range is
+	 * not are widened to whole blocks; such writes fail -EINVAL, as a
+	 * block of the host holds data of other requests.
+	 */
+	unsigned int align, mem_align;
 	char *path;
 	bool error_reported;	/* error_report_once() flag */
 	bool fallback_reported;	/* "io_uring unavailable" said once */
 	/* Learnt from EOPNOTSUPP, never cleared; read and set atomically. */
 	bool no_punch_hole;
 	bool no_zero_range;
+	bool no_discard;	/* BLKDISCARD, block devices */
 };
 
 /* Opens and checks the file; on failure one error_report() line and NULL. */
@@ -52,7 +64,12 @@ enum blk_op {
 	BLK_OP_READ,
 	BLK_OP_WRITE,
 	BLK_OP_FLUSH,		/* fdatasync */
-	BLK_OP_DISCARD,		/* punch a hole */
+	/*
+	 * A hint, skipped where the host cannot: a hole punched in a file,
+	 * BLKDISCARD on a block device (whole logical blocks within the
+	 * range); never zeros written in its place.
+	 */
+	BLK_OP_DISCARD,
 	BLK_OP_WRITE_ZEROES,	/* unmap: may punch a hole instead of writing */
 };
 
@@ -61,6 +78,12 @@ struct blk_req {
 	uint64_t offset;	/* bytes */
 	uint64_t len;		/* DISCARD / WRITE_ZEROES only */
 	bool unmap;		/* WRITE_ZEROES only */
+	/*
+	 * WRITE / WRITE_ZEROES: on stable storage before it completes
+	 * (RWF_DSYNC, or an fdatasync after zeroing), for a guest that was
+	 * not told of a volatile cache.
+	 */
+	bool fua;
 	struct iovec *iov;	/* READ / WRITE; the backend may advance it */
 	int iovcnt;
 	/*
@@ -72,6 +95,7 @@ struct blk_req {
 	/* backend-private */
 	uint64_t done;
 	int err;
+	bool syncing;		/* fua: the zeroing is done, its sync is not */
 	struct blk_req *next;
 };
 

@@ -23,7 +23,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <liburing.h>
+
 #include "block-int.h"
+#include "loop.h"
 #include "util/compiler.h"
 #include "util/iothread.h"
 
@@ -152,6 +155,18 @@ static bool io1(struct env *e, enum blk_op op, uint64_t off, void *buf,
 		return false;
 	*res = t.res;
 	return true;
+}
+
+/* A 4 KiB write, durable before completion or not. */
+static bool io1_fua(struct env *e, enum blk_op op, uint64_t off, void *buf, bool fua)
+{
+	struct treq t;
+
+	treq_init(e, &t, op, off);
+	t.iov[0] = (struct iovec){ buf, 4096 };
+	t.r.iovcnt = 1;
+	t.r.fua = fua;
+	return run(e, &t, 1) && t.res == 4096;
 }
 
 static bool zero1(struct env *e, enum blk_op op, uint64_t off, uint64_t len,
@@ -451,6 +466,96 @@ static bool t_direct(struct env *e, enum blk_aio aio)
 }
 
 /*
+ * O_DIRECT with buffers the kernel refuses (a header and data in one guest
+ * buffer put the data at +16): the request goes through an aligned bounce
+ * buffer and succeeds, and the data lands where it should.
+ */
+static bool t_direct_misaligned(struct env *e, enum blk_aio aio)
+{
+	struct blk_file_opts o = { .path = e->path, .cache = BLK_CACHE_NONE };
+	struct blk_file *f = blk_file_open(&o);
+	unsigned char *w, *r, *back;
+	struct treq t;
+
+	if (!f) {
+		printf("  skip: %s rejects O_DIRECT\n", dir);
+		skipped++;
+		return true;
+	}
+	blk_file_close(f);
+	blk_queue_free(e->q);
+	blk_file_close(e->f);
+	iothread_free(e->t);
+	CHECK(env_open(e, aio, false, BLK_CACHE_NONE));
+	w = aligned_alloc(4096, 3 * 4096);
+	r = aligned_alloc(4096, 3 * 4096);
+	back = aligned_alloc(4096, 8192);
+	CHECK(w && r && back);
+	fill(w, 3 * 4096, 21);
+	memset(r, 0xee, 3 * 4096);
+	/* 8 KiB from +16, in two pieces of odd placement and length. */
+	treq_init(e, &t, BLK_OP_WRITE, 65536);
+	t.iov[0] = (struct iovec){ w + 16, 1000 };
+	t.iov[1] = (struct iovec){ w + 16 + 1000, 8192 - 1000 };
+	t.r.iovcnt = 2;
+	CHECK(run(e, &t, 1) && t.res == 8192);
+	treq_init(e, &t, BLK_OP_READ, 65536);
+	t.iov[0] = (struct iovec){ r + 16, 8192 };
+	t.r.iovcnt = 1;
+	CHECK(run(e, &t, 1) && t.res == 8192);
+	CHECK(memcmp(r + 16, w + 16, 8192) == 0);
+	CHECK(r[15] == 0xee && r[16 + 8192] == 0xee);	/* not a byte more */
+	/* And what the file holds, read aligned. */
+	treq_init(e, &t, BLK_OP_READ, 65536);
+	t.iov[0] = (struct iovec){ back, 8192 };
+	t.r.iovcnt = 1;
+	CHECK(run(e, &t, 1) && t.res == 8192);
+	CHECK(memcmp(back, w + 16, 8192) == 0);
+	free(w);
+	free(r);
+	free(back);
+	return true;
+}
+
+/*
+ * io_uring_submit fails where nothing else is in flight, so no completion
+ * is due to take the SQ along: the queue must retry on its own.
+ */
+struct refuse {
+	int left;		/* refusals still to come */
+	int calls;
+};
+
+static int refusing_submit(struct io_uring *ring, void *opaque)
+{
+	struct refuse *r = opaque;
+
+	r->calls++;
+	if (r->left > 0) {
+		r->left--;
+		return -EFAULT;
+	}
+	return io_uring_submit(ring);
+}
+
+static bool t_submit_refused(struct env *e)
+{
+	static unsigned char buf[4096], back[4096];
+	struct refuse r = { .left = 3 };
+	int64_t res;
+
+	blk_uring_set_submit(e->q, refusing_submit, &r);
+	fill(buf, sizeof(buf), 33);
+	CHECK(io1(e, BLK_OP_WRITE, 8192, buf, sizeof(buf), &res));
+	CHECK(res == 4096 && r.left == 0 && r.calls >= 4);
+	CHECK(e->f->error_reported);
+	blk_uring_set_submit(e->q, NULL, NULL);
+	CHECK(io1(e, BLK_OP_READ, 8192, back, sizeof(back), &res) && res == 4096);
+	CHECK(memcmp(buf, back, sizeof(buf)) == 0);
+	return true;
+}
+
+/*
  * Teardown with requests in flight and the I/O thread running: a "kick"
  * handler on the I/O thread submits, as a device's virtqueue handler
  * would, and the main thread frees the queue while the I/O is under way.
@@ -676,6 +781,164 @@ static bool t_enospc(void)
 	return true;
 }
 
+static void report(const char *name, bool ok);
+
+/* --- on a host block device: a loop device over a file (root) --- */
+
+struct lenv {
+	struct env e;
+	struct loopdev l;
+	char backing[4200];
+};
+
+/* NULL, or why the test cannot run here. */
+static const char *lenv_open(struct lenv *le, enum blk_aio aio, unsigned bs,
+			     enum blk_cache cache)
+{
+	static unsigned char pattern[FILE_SIZE];
+	const char *why = NULL;
+	int fd;
+
+	memset(le, 0, sizeof(*le));
+	le->l.fd = -1;
+	if (!make_file(le->backing, sizeof(le->backing), "loop.raw", FILE_SIZE))
+		return "cannot make the backing file";
+	fill(pattern, sizeof(pattern), 1);
+	fd = open(le->backing, O_WRONLY);
+	if (fd < 0 || pwrite(fd, pattern, sizeof(pattern), 0) != (ssize_t)sizeof(pattern) ||
+	    fsync(fd) < 0)
+		why = "cannot fill the backing file";
+	if (fd >= 0)
+		close(fd);
+	if (!why && loop_attach(&le->l, le->backing, bs, &why) == 0) {
+		snprintf(le->e.path, sizeof(le->e.path), "%s", le->l.path);
+		if (!env_open(&le->e, aio, false, cache))
+			why = "cannot open the loop device";
+	}
+	return why;
+}
+
+static void lenv_close(struct lenv *le)
+{
+	blk_queue_free(le->e.q);
+	blk_file_close(le->e.f);
+	iothread_free(le->e.t);
+	loop_detach(&le->l);
+	unlink(le->backing);
+}
+
+/*
+ * A 4 KiB-sector device with O_DIRECT: brisk reports its logical block,
+ * a 512-byte read at a 512-byte offset into an odd buffer is widened to
+ * the block around it, a whole-block write from an odd buffer bounces,
+ * and a 512-byte write, which would have to rewrite data of others, fails.
+ */
+static bool t_loop_4k(struct lenv *le)
+{
+	struct env *e = &le->e;
+	unsigned char want[4096], *buf = aligned_alloc(4096, 16384);
+	int64_t res;
+
+	CHECK(buf);
+	CHECK(e->f->blockdev && e->f->lbs == 4096 && e->f->align == 4096);
+	CHECK(e->f->pbs >= 4096);
+	fill(want, sizeof(want), 1);	/* the backing file's first block */
+	memset(buf, 0xee, 16384);
+	CHECK(io1(e, BLK_OP_READ, 512, buf + 16, 512, &res) && res == 512);
+	CHECK(memcmp(buf + 16, want + 512, 512) == 0);
+	CHECK(buf[15] == 0xee && buf[16 + 512] == 0xee);
+	CHECK(io1(e, BLK_OP_WRITE, 512, buf + 16, 512, &res) && res == -EINVAL);
+	fill(buf + 16, 4096, 44);
+	memcpy(want, buf + 16, 4096);
+	CHECK(io1(e, BLK_OP_WRITE, 8192, buf + 16, 4096, &res) && res == 4096);
+	CHECK(io1(e, BLK_OP_READ, 8192, buf + 4096, 4096, &res) && res == 4096);
+	CHECK(memcmp(buf + 4096, want, 4096) == 0);
+	free(buf);
+	return true;
+}
+
+/*
+ * DISCARD reaches the device as a discard (the device's own counters),
+ * never as a zero-out that writes; on a device that takes no discards it
+ * does nothing at all.  WRITE_ZEROES still zeroes there.
+ */
+static bool t_loop_discard(struct lenv *le)
+{
+	struct env *e = &le->e;
+	long long w0 = loop_stat(&le->l, LOOP_STAT_WRITES);
+	long long d0 = loop_stat(&le->l, LOOP_STAT_DISCARDS);
+	static unsigned char buf[65536];
+	int64_t res;
+
+	CHECK(w0 >= 0 && d0 >= 0);
+	/* A range off the 4 KiB grid: only the whole blocks inside go. */
+	CHECK(zero1(e, BLK_OP_DISCARD, 65536 - 512, 65536 + 1024, false, &res) && res == 0);
+	CHECK(loop_stat(&le->l, LOOP_STAT_DISCARDS) > d0);
+	CHECK(loop_stat(&le->l, LOOP_STAT_WRITES) == w0);
+
+	/* Discard turned off in the device: skipped, nothing written. */
+	CHECK(loop_set_queue(&le->l, "discard_max_bytes", "0"));
+	d0 = loop_stat(&le->l, LOOP_STAT_DISCARDS);
+	CHECK(zero1(e, BLK_OP_DISCARD, 4 * 65536, 65536, false, &res) && res == 0);
+	CHECK(loop_stat(&le->l, LOOP_STAT_DISCARDS) == d0);
+	CHECK(loop_stat(&le->l, LOOP_STAT_WRITES) == w0 && e->f->no_discard);
+	memset(buf, 0x77, sizeof(buf));
+	CHECK(zero1(e, BLK_OP_WRITE_ZEROES, 8 * 65536, 65536, false, &res) && res == 0);
+	CHECK(io1(e, BLK_OP_READ, 8 * 65536, buf, sizeof(buf), &res) && res == 65536);
+	CHECK(is_zero(buf, sizeof(buf)));
+	return true;
+}
+
+/* A write with fua set reaches the device with a flush; one without, not. */
+static bool t_loop_fua(struct lenv *le)
+{
+	struct env *e = &le->e;
+	static unsigned char buf[4096];
+	struct treq t;
+	long long f0;
+
+	fill(buf, sizeof(buf), 8);
+	f0 = loop_stat(&le->l, LOOP_STAT_FLUSHES);
+	CHECK(f0 >= 0);
+	CHECK(io1_fua(e, BLK_OP_WRITE, 4096, buf, false));
+	CHECK(loop_stat(&le->l, LOOP_STAT_FLUSHES) == f0);
+	CHECK(io1_fua(e, BLK_OP_WRITE, 4096, buf, true));
+	CHECK(loop_stat(&le->l, LOOP_STAT_FLUSHES) > f0);
+	f0 = loop_stat(&le->l, LOOP_STAT_FLUSHES);
+	treq_init(e, &t, BLK_OP_WRITE_ZEROES, 65536);
+	t.r.len = 65536;
+	t.r.fua = true;
+	CHECK(run(e, &t, 1) && t.res == 0);
+	CHECK(loop_stat(&le->l, LOOP_STAT_FLUSHES) > f0);
+	return true;
+}
+
+typedef bool (*loop_test)(struct lenv *le);
+
+/* Returns false when the test could not run here (said why). */
+static bool run_loop_test(const char *name, enum blk_aio aio, unsigned bs,
+			  enum blk_cache cache, loop_test fn)
+{
+	char full[128];
+	struct lenv le;
+	const char *why;
+	bool ok;
+
+	snprintf(full, sizeof(full), "%s/%s",
+		 aio == BLK_AIO_IO_URING ? "io_uring" : "threads", name);
+	why = lenv_open(&le, aio, bs, cache);
+	if (why) {
+		printf("skip %s: %s\n", full, why);
+		skipped++;
+		lenv_close(&le);
+		return false;
+	}
+	ok = fn(&le);
+	lenv_close(&le);
+	report(full, ok);
+	return true;
+}
+
 static void report(const char *name, bool ok)
 {
 	printf("%s %s\n", ok ? "ok  " : "FAIL", name);
@@ -711,12 +974,43 @@ static void run_env_test(const char *name, enum blk_aio aio, env_test fn,
 	report(full, ok);
 }
 
-int main(void)
+/*
+ * --root: the tests that need a host block device; exit 77 (skip) when
+ * none could run here.
+ */
+static int main_root(void)
+{
+	static const struct {
+		const char *name;
+		unsigned bs;
+		enum blk_cache cache;
+		loop_test fn;
+	} tests[] = {
+		{ "loop-4k-direct", 4096, BLK_CACHE_NONE, t_loop_4k },
+		{ "loop-discard", 4096, BLK_CACHE_WRITEBACK, t_loop_discard },
+		{ "loop-fua", 512, BLK_CACHE_WRITEBACK, t_loop_fua },
+		{ "loop-fua-direct", 512, BLK_CACHE_NONE, t_loop_fua },
+	};
+	int ran = 0;
+
+	for (int aio = BLK_AIO_IO_URING; aio <= BLK_AIO_THREADS; aio++)
+		for (size_t i = 0; i < ARRAY_SIZE(tests); i++)
+			ran += run_loop_test(tests[i].name, (enum blk_aio)aio, tests[i].bs,
+					     tests[i].cache, tests[i].fn);
+	rmdir(dir);
+	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+	if (failed)
+		return 1;
+	return ran ? 0 : 77;
+}
+
+int main(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
 		env_test fn;
 		aio_test afn;
+		bool uring_only;
 	} tests[] = {
 		{ "scatter", t_scatter, NULL },
 		{ "flush", t_flush, NULL },
@@ -730,6 +1024,8 @@ int main(void)
 		{ "bad-requests", t_bad_requests, NULL },
 		{ "readonly", NULL, t_readonly },
 		{ "direct", NULL, t_direct },
+		{ "direct-misaligned", NULL, t_direct_misaligned },
+		{ "submit-refused", t_submit_refused, NULL, true },
 		{ "free-inflight", t_free_inflight, NULL },
 	};
 	const char *d = getenv("BLK_TEST_DIR");
@@ -742,10 +1038,13 @@ int main(void)
 		perror(dir);
 		return 1;
 	}
+	if (argc > 1 && !strcmp(argv[1], "--root"))
+		return main_root();
 	for (int aio = BLK_AIO_IO_URING; aio <= BLK_AIO_THREADS; aio++)
 		for (size_t i = 0; i < ARRAY_SIZE(tests); i++)
-			run_env_test(tests[i].name, (enum blk_aio)aio,
-				     tests[i].fn, tests[i].afn);
+			if (aio == BLK_AIO_IO_URING || !tests[i].uring_only)
+				run_env_test(tests[i].name, (enum blk_aio)aio,
+					     tests[i].fn, tests[i].afn);
 	report("open-rejects", t_open_rejects());
 	report("iov-advance", t_iov_advance());
 	report("fallback-to-threads", t_fallback());
