@@ -93,20 +93,41 @@ void virtio_device_destroy(struct virtio_device *vdev)
 	pthread_mutex_destroy(&vdev->lock);
 }
 
-static void virtio_reset(struct virtio_device *vdev)
+static void virtio_reset_finish(struct virtio_device *vdev)
 {
-	if (vdev->ops->reset)
-		vdev->ops->reset(vdev);
 	for (unsigned i = 0; i < vdev->nr_queues; i++)
 		virtio_queue_clear(&vdev->queues[i]);
 	vdev->guest_features = 0;
 	vdev->broken = false;
+	vdev->resetting = false;
 	vdev->status = 0;
+}
+
+/*
+ * VIRTIO 1.2, 2.4: once status reads 0 the device must not touch the
+ * rings or the buffers.  Requests the backend still holds may write into
+ * guest buffers, or land on the disk after writes made by the next
+ * incarnation, so the reset is complete only when they have come back.
+ */
+static void virtio_reset(struct virtio_device *vdev)
+{
+	vdev->resetting = true;
+	if (vdev->ops->reset)
+		vdev->ops->reset(vdev);
+	virtio_reset_check(vdev);
+}
+
+void virtio_reset_check(struct virtio_device *vdev)
+{
+	if (vdev->resetting && !(vdev->ops->busy && vdev->ops->busy(vdev)))
+		virtio_reset_finish(vdev);
 }
 
 bool virtio_set_features(struct virtio_device *vdev, uint64_t features)
 {
-	/* Fixed once accepted, until reset. */
+	/* Fixed once accepted, until reset (complete). */
+	if (vdev->resetting)
+		return false;
 	if (vdev->status & VIRTIO_CONFIG_S_FEATURES_OK)
 		return features == vdev->guest_features;
 	if (features & ~vdev->host_features)
@@ -122,6 +143,9 @@ void virtio_set_status(struct virtio_device *vdev, uint8_t status)
 {
 	uint8_t old = vdev->status;
 
+	/* The driver must wait for 0 before anything else (4.1.4.3.2). */
+	if (vdev->resetting)
+		return;
 	if (status == 0) {
 		virtio_reset(vdev);
 		return;
@@ -153,7 +177,8 @@ int virtio_queue_enable(struct virtio_device *vdev, unsigned q)
 		return -1;
 	struct virtio_queue *vq = &vdev->queues[q];
 
-	if (vq->ready)
+	/* Ignored while a reset completes, like every other write. */
+	if (vq->ready || vdev->resetting)
 		return 0;
 	if (virtqueue_enable(&vq->vq, vdev->guest_features) < 0)
 		return -1;

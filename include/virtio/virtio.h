@@ -44,6 +44,13 @@ struct virtio_device_ops {
 	 * rings again.
 	 */
 	void (*reset)(struct virtio_device *vdev);
+	/*
+	 * Optional: true while requests taken before a reset are still in
+	 * the backend, where they may yet read or write guest memory.  The
+	 * reset is only complete (status reads 0) once this is false; the
+	 * device then calls virtio_reset_check().
+	 */
+	bool (*busy)(struct virtio_device *vdev);
 };
 
 /* What a transport (virtio-pci) implements for the core. */
@@ -62,6 +69,12 @@ struct virtio_device {
 	uint8_t status;
 	uint8_t config_generation;
 	bool broken;		/* NEEDS_RESET was raised; serve nothing */
+	/*
+	 * The driver wrote 0 to status while the device was busy: status
+	 * keeps its old value (the driver polls for 0) and every other
+	 * register write is ignored until the device is idle.
+	 */
+	bool resetting;
 	bool error_reported;	/* virtio_error() logged once for this device */
 	/*
 	 * Serialises register accesses (vCPU threads) against request
@@ -88,8 +101,18 @@ int virtio_device_init(struct virtio_device *vdev, uint16_t device_id,
 		       const struct virtio_device_ops *ops, void *opaque);
 void virtio_device_destroy(struct virtio_device *vdev);
 
-/* Driver writes to the status register; handles reset (0) and DRIVER_OK. */
+/*
+ * Driver writes to the status register; handles reset (0) and DRIVER_OK.
+ * A reset never waits: while ops->busy() the status keeps reading
+ * non-zero (VIRTIO 1.2, 4.1.4.3.2: the driver polls for 0), and the
+ * device completes it with virtio_reset_check().
+ */
 void virtio_set_status(struct virtio_device *vdev, uint8_t status);
+/*
+ * For a device whose busy() may just have turned false (its last request
+ * from before a reset came back): completes a pending reset.
+ */
+void virtio_reset_check(struct virtio_device *vdev);
 /* FEATURES_OK handshake: false if the driver accepted what we never offered. */
 bool virtio_set_features(struct virtio_device *vdev, uint64_t features);
 /* Enable queue q with the addresses the transport was given. */
