@@ -10,10 +10,16 @@
  *
  * Guest mistakes in a request's layout come in two kinds.  Breaking the
  * rules every driver must follow (no room for the header or the status
- * byte) is a ring-level error: virtio_error() and NEEDS_RESET.  A request
- * that is well-formed but wrong for its type (IN with extra readable data,
- * OUT with writable data, a bad sector range, a length that is not a
- * multiple of 512) fails alone with IOERR and the device keeps serving.
+ * byte, more buffers in use than the queue holds) is a ring-level error:
+ * virtio_error() and NEEDS_RESET.  A request that is well-formed but wrong
+ * for its type (IN with extra readable data, OUT with writable data, a bad
+ * sector range, a length that is not a multiple of 512, more segments or
+ * larger ones than seg_max and size_max allow) fails alone with IOERR and
+ * the device keeps serving.
+ *
+ * A reset completes (status reads 0) only once every request taken before
+ * it has come back from the backend, which may still be reading or writing
+ * guest memory for it; the vCPU that wrote 0 never waits for that.
  */
 #include <assert.h>
 #include <endian.h>
@@ -44,6 +50,7 @@
 #define VIRTIO_BLK_F_RO 5
 #define VIRTIO_BLK_F_BLK_SIZE 6
 #define VIRTIO_BLK_F_FLUSH 9
+#define VIRTIO_BLK_F_TOPOLOGY 10
 #define VIRTIO_BLK_F_MQ 12
 #define VIRTIO_BLK_F_DISCARD 13
 #define VIRTIO_BLK_F_WRITE_ZEROES 14
@@ -73,13 +80,27 @@
 #define VBLK_MAX_ZERO_SEG 1
 #define VBLK_MAX_ZERO_SECTORS (1u << 22)
 #define VBLK_DISCARD_ALIGN 8	/* sectors: a typical host file system block */
+/*
+ * size_max and seg_max bound a READ/WRITE: at most seg_max data segments
+ * of at most size_max bytes each, so a request moves well under 4 GiB.
+ */
 #define VBLK_SIZE_MAX (1u << 20)
+
+/*
+ * Rounds of up to a queue's worth of requests one kick serves before the
+ * I/O thread turns to its other queues (the kick is then raised again).
+ */
+#define VBLK_SERVE_ROUNDS 4
 
 /* Config space layout (struct virtio_blk_config), byte offsets. */
 #define CFG_CAPACITY 0
 #define CFG_SIZE_MAX 8
 #define CFG_SEG_MAX 12
 #define CFG_BLK_SIZE 20
+#define CFG_PHYS_BLOCK_EXP 24
+#define CFG_ALIGN_OFFSET 25
+#define CFG_MIN_IO_SIZE 26
+#define CFG_OPT_IO_SIZE 28
 #define CFG_NUM_QUEUES 34
 #define CFG_MAX_DISCARD_SECTORS 36
 #define CFG_MAX_DISCARD_SEG 40
@@ -116,13 +137,23 @@ struct vblk_queue {
 
 	/* under s->vdev.lock */
 	bool serving;
-	uint32_t gen;		/* bumped by reset: older requests are dropped */
+	/*
+	 * Bumped by reset: older requests are dropped.  Written under the
+	 * lock, read atomically by the I/O thread before it submits.
+	 */
+	uint32_t gen;
 	bool irq_held;		/* used entries published, interrupt not sent */
 	uint64_t last_irq_ns;	/* CLOCK_MONOTONIC of the last interrupt sent */
+	/*
+	 * Popped for the backend, callback not yet run: such a request may
+	 * still write guest memory (a reset waits for 0).  Atomic; raised
+	 * under the lock, lowered by the I/O thread, which then takes the
+	 * lock to let a pending reset complete.
+	 */
+	unsigned in_backend;
 
 	/* I/O thread only */
 	struct vblk_req *done;	/* completed, not yet in the used ring */
-	unsigned in_backend;
 	bool in_kick;
 	bool polling;		/* under s->vdev.lock: the I/O thread spins */
 	bool done_signalled;
@@ -135,7 +166,9 @@ struct vblk {
 	struct virtio_pci *pci;
 	struct blk_file *file;
 	bool readonly;
+	bool writethrough;	/* under vdev.lock: the driver took no FLUSH */
 	uint64_t capacity;	/* sectors */
+	unsigned seg_max;
 	unsigned nq;
 	struct vblk_queue *q;
 	unsigned nt;
@@ -209,38 +242,53 @@ static bool vblk_range_ok(const struct vblk *s, uint64_t sector, uint64_t nsec)
 	return sector <= s->capacity && nsec <= s->capacity - sector;
 }
 
+/* The limits the device advertised: seg_max segments of size_max bytes. */
+static bool vblk_segs_ok(const struct vblk *s, const struct iovec *iov, unsigned n)
+{
+	if (n > s->seg_max)
+		return false;
+	for (unsigned i = 0; i < n; i++)
+		if (iov[i].iov_len > VBLK_SIZE_MAX)
+			return false;
+	return true;
+}
+
 static uint8_t vblk_rw(struct vblk_queue *q, struct vblk_req *r, bool write,
 		       uint64_t sector, size_t out_size, unsigned in_num)
 {
 	struct vblk *s = q->s;
 	struct vq_elem *e = &r->elem;
+	struct iovec *iov;
+	unsigned n;
 	uint64_t len;
 
 	if (write) {
 		if (in_num || s->readonly)
 			return VIRTIO_BLK_S_IOERR;
+		n = e->out_num;
+		iov = iov_skip(e->out_sg, &n, VBLK_HDR_LEN);
 		len = out_size - VBLK_HDR_LEN;
 	} else {
 		if (out_size != VBLK_HDR_LEN)
 			return VIRTIO_BLK_S_IOERR;
-		len = iov_size(e->in_sg, in_num);
+		iov = e->in_sg;
+		n = in_num;
+		len = iov_size(iov, n);
 	}
+	if (!vblk_segs_ok(s, iov, n))
+		return VIRTIO_BLK_S_IOERR;
 	if (len % SECTOR_SIZE || !vblk_range_ok(s, sector, len >> SECTOR_SHIFT))
 		return VIRTIO_BLK_S_IOERR;
 	if (!len)
 		return VIRTIO_BLK_S_OK;
 	r->br.op = write ? BLK_OP_WRITE : BLK_OP_READ;
 	r->br.offset = sector << SECTOR_SHIFT;
-	if (write) {
-		unsigned n = e->out_num;
-
-		r->br.iov = iov_skip(e->out_sg, &n, VBLK_HDR_LEN);
-		r->br.iovcnt = (int)n;
-	} else {
-		r->br.iov = e->in_sg;
-		r->br.iovcnt = (int)in_num;
-		r->used_len = (uint32_t)len + 1;
-	}
+	r->br.iov = iov;
+	r->br.iovcnt = (int)n;
+	r->br.fua = write && s->writethrough;
+	/* Bounded by seg_max * size_max, far below 4 GiB. */
+	if (!write)
+		r->used_len = (uint32_t)(len + 1);
 	r->expect = len;
 	return 0xff;
 }
@@ -276,6 +324,7 @@ static uint8_t vblk_zeroes(struct vblk_queue *q, struct vblk_req *r, uint32_t ty
 	r->br.offset = sector << SECTOR_SHIFT;
 	r->br.len = (uint64_t)nsec << SECTOR_SHIFT;
 	r->br.unmap = flags & VIRTIO_BLK_WZ_UNMAP;
+	r->br.fua = type == VIRTIO_BLK_T_WRITE_ZEROES && s->writethrough;
 	return 0xff;
 }
 
@@ -372,11 +421,16 @@ static void vblk_irq_send_locked(struct vblk_queue *q)
 		q->last_irq_ns = clock_now_ns();
 }
 
+static unsigned vblk_in_backend(const struct vblk_queue *q)
+{
+	return __atomic_load_n(&q->in_backend, __ATOMIC_RELAXED);
+}
+
 static void vblk_irq_locked(struct vblk_queue *q)
 {
 	uint64_t wait = 0;
 
-	if (q->coalesce_ns && q->in_backend)
+	if (q->coalesce_ns && vblk_in_backend(q))
 		wait = q->coalesce_ns;
 	if (q->interval_ns) {
 		uint64_t since = clock_now_ns() - q->last_irq_ns;
@@ -418,7 +472,8 @@ static void vblk_irq_timer_handler(void *opaque)
 /*
  * Puts completed requests into the used ring: one flush and at most one
  * interrupt for the whole list.  Requests from before a reset are only
- * freed.  Called with the device lock held.
+ * freed; the last of them to come back completes the reset.  Called with
+ * the device lock held.
  */
 static void vblk_publish_locked(struct vblk_queue *q, struct vblk_req *list)
 {
@@ -441,6 +496,7 @@ static void vblk_publish_locked(struct vblk_queue *q, struct vblk_req *list)
 		virtqueue_flush(vq, n);
 		vblk_irq_locked(q);
 	}
+	virtio_reset_check(vdev);
 }
 
 static void vblk_publish(struct vblk_queue *q)
@@ -482,7 +538,7 @@ static void vblk_complete(struct blk_req *br, int64_t res)
 		free(r);
 		return;
 	}
-	q->in_backend--;
+	__atomic_sub_fetch(&q->in_backend, 1, __ATOMIC_RELEASE);
 	r->status = res < 0 || (rw && (uint64_t)res != r->expect) ?
 		    VIRTIO_BLK_S_IOERR : VIRTIO_BLK_S_OK;
 	if (r->status != VIRTIO_BLK_S_OK)
@@ -491,7 +547,7 @@ static void vblk_complete(struct blk_req *br, int64_t res)
 	q->done = r;
 	if (q->in_kick)
 		return;		/* the kick handler publishes when it ends */
-	if (!q->in_backend) {
+	if (!vblk_in_backend(q)) {
 		vblk_publish(q);
 	} else if (!q->done_signalled) {
 		uint64_t one = 1;
@@ -503,6 +559,39 @@ static void vblk_complete(struct blk_req *br, int64_t res)
 }
 
 /*
+ * Hands a batch popped under the lock to the backend, with one submit.  A
+ * reset may have come in between: the batch then belongs to a driver that
+ * is gone, and is dropped rather than submitted.  (A reset that lands
+ * after this check still waits for the batch: it is in in_backend.)
+ */
+static void vblk_submit(struct vblk_queue *q, struct vblk_req *batch, unsigned n,
+			uint32_t gen)
+{
+	struct virtio_device *vdev = &q->s->vdev;
+
+	if (__atomic_load_n(&q->gen, __ATOMIC_ACQUIRE) != gen) {
+		while (batch) {
+			struct vblk_req *r = batch;
+
+			batch = r->next;
+			free(r);
+		}
+		pthread_mutex_lock(&vdev->lock);
+		__atomic_sub_fetch(&q->in_backend, n, __ATOMIC_RELEASE);
+		virtio_reset_check(vdev);
+		pthread_mutex_unlock(&vdev->lock);
+		return;
+	}
+	while (batch) {
+		struct vblk_req *r = batch;
+
+		batch = r->next;
+		blk_queue_add(q->bq, &r->br);
+	}
+	blk_queue_submit(q->bq);
+}
+
+/*
  * One round: pop up to a ring's worth of requests under the lock, then
  * hand them to the kernel with one submit.  Returns true when the ring may
  * hold more work.
@@ -511,9 +600,10 @@ static bool vblk_kick_round(struct vblk_queue *q)
 {
 	struct virtio_device *vdev = &q->s->vdev;
 	struct virtqueue *vq = &vdev->queues[q->idx].vq;
-	struct vblk_req *now = NULL;
+	struct vblk_req *now = NULL, *batch = NULL, **tail = &batch;
 	unsigned n, added = 0;
 	bool more = false;
+	uint32_t gen;
 
 	pthread_mutex_lock(&vdev->lock);
 	if (!q->serving || vdev->broken) {
@@ -551,10 +641,12 @@ static bool vblk_kick_round(struct vblk_queue *q)
 			now = r;
 			continue;
 		}
-		q->in_backend++;
+		*tail = r;
+		tail = &r->next;
 		added++;
-		blk_queue_add(q->bq, &r->br);
 	}
+	/* Counted before the unlock: a reset from now on waits for them. */
+	__atomic_add_fetch(&q->in_backend, added, __ATOMIC_RELAXED);
 	if (!vdev->broken) {
 		more = n == vq->num;
 		/* A spinning I/O thread looks again itself: no kicks. */
@@ -565,26 +657,34 @@ static bool vblk_kick_round(struct vblk_queue *q)
 		}
 	}
 	vblk_publish_locked(q, now);
+	gen = q->gen;
 	pthread_mutex_unlock(&vdev->lock);
 	if (added)
-		blk_queue_submit(q->bq);
+		vblk_submit(q, batch, added, gen);
 	return more;
 }
 
 /*
- * Pops until the ring is empty and, when polling, reaps the backend's ready
- * completions; everything that completed meanwhile (also inside add and
- * submit) leaves in one publish.
+ * Pops until the ring is empty, or for VBLK_SERVE_ROUNDS rounds: a driver
+ * that keeps its ring full must not keep the I/O thread from its other
+ * queues.  The kick is then raised again, to be served after them.  When
+ * polling, also reaps the backend's ready completions; everything that
+ * completed meanwhile (also inside add and submit) leaves in one publish.
  */
 static void vblk_serve(struct vblk_queue *q, bool reap)
 {
+	unsigned rounds = 0;
+	bool more;
+
 	q->in_kick = true;
-	while (vblk_kick_round(q))
+	while ((more = vblk_kick_round(q)) && ++rounds < VBLK_SERVE_ROUNDS)
 		;
 	if (reap)
 		blk_queue_poll_run(q->bq);
 	q->in_kick = false;
 	vblk_publish(q);
+	if (more)
+		(void)eventfd_write(q->s->vdev.queues[q->idx].kick_fd, 1);
 }
 
 static void vblk_kick(void *opaque)
@@ -666,6 +766,8 @@ static int vblk_start(struct virtio_device *vdev)
 	struct vblk *s = vdev_to_vblk(vdev);
 	uint64_t one = 1;
 
+	/* VIRTIO 1.2, 5.2: without FLUSH, a completed write is on stable storage. */
+	s->writethrough = !(vdev->guest_features & (1ull << VIRTIO_BLK_F_FLUSH));
 	for (unsigned i = 0; i < s->nq; i++) {
 		struct virtio_queue *vq = &vdev->queues[i];
 
@@ -683,9 +785,20 @@ static void vblk_reset(struct virtio_device *vdev)
 
 	for (unsigned i = 0; i < s->nq; i++) {
 		s->q[i].serving = false;
-		s->q[i].gen++;
+		__atomic_store_n(&s->q[i].gen, s->q[i].gen + 1, __ATOMIC_RELEASE);
 		s->q[i].irq_held = false;
 	}
+}
+
+/* Requests from before a reset are still out there (VIRTIO 1.2, 2.4). */
+static bool vblk_busy(struct virtio_device *vdev)
+{
+	struct vblk *s = vdev_to_vblk(vdev);
+
+	for (unsigned i = 0; i < s->nq; i++)
+		if (__atomic_load_n(&s->q[i].in_backend, __ATOMIC_ACQUIRE))
+			return true;
+	return false;
 }
 
 static const struct virtio_device_ops vblk_ops = {
@@ -693,6 +806,7 @@ static const struct virtio_device_ops vblk_ops = {
 	.write_config = vblk_write_config,
 	.start = vblk_start,
 	.reset = vblk_reset,
+	.busy = vblk_busy,
 };
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -701,19 +815,41 @@ static void put_le32(uint8_t *p, uint32_t v)
 	memcpy(p, &v, 4);
 }
 
+/*
+ * The host's block geometry, so the guest sizes its I/O to it: blk_size is
+ * the logical block Linux then uses (cache=none on a 4 KiB-sector host
+ * cannot write less), topology the physical block and I/O sizes.
+ */
+static void vblk_config_geometry(struct vblk *s)
+{
+	const struct blk_file *f = s->file;
+	unsigned lbs = f->lbs, exp = 0, dalign = f->lbs / SECTOR_SIZE;
+	uint16_t min_io = htole16((uint16_t)(f->io_min / lbs > 0xffff ? 0 : f->io_min / lbs));
+
+	while ((lbs << (exp + 1)) <= f->pbs && exp < 15)
+		exp++;
+	put_le32(s->config + CFG_BLK_SIZE, lbs);
+	s->config[CFG_PHYS_BLOCK_EXP] = (uint8_t)exp;
+	s->config[CFG_ALIGN_OFFSET] = 0;
+	memcpy(s->config + CFG_MIN_IO_SIZE, &min_io, 2);
+	put_le32(s->config + CFG_OPT_IO_SIZE, f->io_opt / lbs);
+	put_le32(s->config + CFG_DISCARD_ALIGN,
+		 dalign > VBLK_DISCARD_ALIGN ? dalign : VBLK_DISCARD_ALIGN);
+}
+
 static void vblk_config_init(struct vblk *s, unsigned queue_size)
 {
 	uint64_t cap = htole64(s->capacity);
 	uint16_t nq = htole16((uint16_t)s->nq);
 
+	s->seg_max = queue_size > 2 ? queue_size - 2 : 1;
 	memcpy(s->config + CFG_CAPACITY, &cap, 8);
 	put_le32(s->config + CFG_SIZE_MAX, VBLK_SIZE_MAX);
-	put_le32(s->config + CFG_SEG_MAX, queue_size > 2 ? queue_size - 2 : 1);
-	put_le32(s->config + CFG_BLK_SIZE, SECTOR_SIZE);
+	put_le32(s->config + CFG_SEG_MAX, s->seg_max);
+	vblk_config_geometry(s);
 	memcpy(s->config + CFG_NUM_QUEUES, &nq, 2);
 	put_le32(s->config + CFG_MAX_DISCARD_SECTORS, VBLK_MAX_ZERO_SECTORS);
 	put_le32(s->config + CFG_MAX_DISCARD_SEG, VBLK_MAX_ZERO_SEG);
-	put_le32(s->config + CFG_DISCARD_ALIGN, VBLK_DISCARD_ALIGN);
 	put_le32(s->config + CFG_MAX_WZ_SECTORS, VBLK_MAX_ZERO_SECTORS);
 	put_le32(s->config + CFG_MAX_WZ_SEG, VBLK_MAX_ZERO_SEG);
 	s->config[CFG_WZ_MAY_UNMAP] = 1;
@@ -723,6 +859,7 @@ static uint64_t vblk_features(const struct vblk *s, const struct blk_device_cfg 
 {
 	uint64_t f = 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_BLK_F_SIZE_MAX |
 		     1ull << VIRTIO_BLK_F_SEG_MAX | 1ull << VIRTIO_BLK_F_BLK_SIZE |
+		     1ull << VIRTIO_BLK_F_TOPOLOGY |
 		     1ull << VIRTIO_BLK_F_FLUSH | 1ull << VIRTIO_BLK_F_DISCARD |
 		     1ull << VIRTIO_BLK_F_WRITE_ZEROES;
 
