@@ -11,8 +11,13 @@
  * Input layout:
  *   u8  bit 0 packed, bit 1 event_idx, bit 2 indirect_desc, bit 3
  *       aio=threads, bit 4 readonly, bit 5 reset the device right after
- *       the kick instead of waiting (requests in flight across a reset)
- *   u8  log2 of the queue size (mod 9: 1 to 256)
+ *       the kick (requests in flight across a reset): wait for status 0
+ *       as a driver must, check that guest RAM no longer changes, set the
+ *       device up again and serve the ring once more, bit 6
+ *       irq-coalesce-us, bit 7 irq-interval-us
+ *   u8  bits 0-3: log2 of the queue size (mod 9: 1 to 256); bit 4: a
+ *       driver that offers the same chains again, a ring's worth at a
+ *       time, without waiting for them to come back
  *   ... guest RAM (64 KiB, zeros past the input): the descriptor ring at
  *       0, then the avail ring (split) or driver event area (packed),
  *       then the used ring or device event area, each right after the
@@ -28,6 +33,7 @@
 #define RAM_SIZE (64u << 10)
 #define WAIT_NS (500 * 1000000ll)
 #define DEV_SLOT 1
+#define REOFFERS 4
 
 /* virtio-pci BAR 4 layout and common configuration registers. */
 #define COMMON 0x0000
@@ -159,16 +165,72 @@ static int64_t now_ns(void)
 	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
+static uint8_t status(struct drv *d)
+{
+	return (uint8_t)rd(d, COMMON + CC_STATUS, 1);
+}
+
+/* Waits, bounded, until every offered chain is used or a reset is asked. */
+static void wait_used(struct drv *d, const uint16_t *ndescs, unsigned want)
+{
+	int64_t end = now_ns() + WAIT_NS;
+
+	while (used_count(d, ndescs, want) != want &&
+	       !(status(d) & VIRTIO_CONFIG_S_NEEDS_RESET) && now_ns() < end)
+		sched_yield();
+}
+
+/*
+ * A reset with requests in flight, the way a driver does it: write 0,
+ * wait for 0.  From then on the device must leave guest RAM alone.
+ */
+static void reset_and_check(struct drv *d)
+{
+	static uint8_t before[RAM_SIZE];
+	int64_t end = now_ns() + WAIT_NS;
+
+	wr(d, COMMON + CC_STATUS, 0, 1);
+	while (status(d) && now_ns() < end)
+		sched_yield();
+	if (status(d))
+		abort();	/* the reset never completed */
+	memcpy(before, d->ram, RAM_SIZE);
+	for (int i = 0; i < 100; i++)
+		sched_yield();
+	if (memcmp(before, d->ram, RAM_SIZE))
+		abort();	/* guest RAM written after status read 0 */
+}
+
+/* The driver offers the same chains again (second byte, bit 4). */
+static void reoffer(struct drv *d, unsigned round)
+{
+	if (d->packed) {
+		/* Marked available for the lap after round + 1 laps. */
+		uint16_t mark = round & 1 ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
+		struct vring_packed_desc *ring = (void *)(d->ram + d->desc);
+
+		for (unsigned i = 0; i < d->num; i++)
+			__atomic_store_n(&ring[i].flags, htole16((uint16_t)((le16toh(ring[i].flags) &
+					 ~(VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED)) | mark)),
+					 __ATOMIC_RELEASE);
+	} else {
+		uint16_t *idx = (uint16_t *)(d->ram + d->driver + 2);
+
+		__atomic_store_n(idx, htole16((uint16_t)(le16toh(*idx) + d->num)), __ATOMIC_RELEASE);
+	}
+	wr(d, NOTIFY, 0, 2);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size };
 	static uint16_t ndescs[256];
 	char drive[64], device[192];
 	struct drv d = { 0 };
-	uint8_t fl = fuzz_u8(&in);
+	uint8_t fl = fuzz_u8(&in), fl2 = fuzz_u8(&in);
 	unsigned want = 0;
 
-	d.num = 1u << (fuzz_u8(&in) % 9);
+	d.num = 1u << ((fl2 & 15) % 9);
 	d.packed = fl & 1;
 	d.desc = 0;
 	if (d.packed) {
@@ -201,16 +263,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!setup(&d))
 		abort();	/* a correct handshake must be accepted */
 	wr(&d, NOTIFY, 0, 2);
-	if (fl & 32) {
-		wr(&d, COMMON + CC_STATUS, 0, 1);
-	} else {
-		int64_t end = now_ns() + WAIT_NS;
-
-		while (used_count(&d, ndescs, want) != want &&
-		       !(rd(&d, COMMON + CC_STATUS, 1) & VIRTIO_CONFIG_S_NEEDS_RESET) &&
-		       now_ns() < end)
-			sched_yield();
+	for (unsigned r = 0; (fl2 & 16) && r < REOFFERS; r++) {
+		sched_yield();
+		reoffer(&d, r);
 	}
+	if (fl & 32) {
+		reset_and_check(&d);
+		if (!d.packed)
+			memset(d.ram + d.device, 0, 4);
+		if (!setup(&d))
+			abort();
+		wr(&d, NOTIFY, 0, 2);
+	}
+	wait_used(&d, ndescs, want);
 	fm_free(&d.f);
 	return 0;
 }

@@ -10,21 +10,45 @@
  * Input layout (little-endian):
  *   u8  log2 of the queue size (mod 11: 1 to 1024)
  *   u8  bit 0 INDIRECT_DESC, bit 1 EVENT_IDX, bit 2 complete in batches,
- *       bit 3 toggle notifications around each pop
+ *       bit 3 toggle notifications around each pop, bit 4 a driver that
+ *       offers the same chains again each time the ring runs dry,
+ *       without waiting for them to come back (split: the avail index
+ *       moves on by the queue size; packed: every slot is marked
+ *       available for the lap the device is on)
  *   u16 where guest RAM is cut into two regions (0: one region)
  *   u32 descriptor area, u32 driver area, u32 device area (guest addresses)
  *   u8  batch size
  *   ... guest RAM, at guest address 0, exactly as long as the rest
  */
 #include <assert.h>
+#include <endian.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "fuzz-util.h"
+#include "virtio/virtio_ring.h"
 #include "virtio/virtqueue.h"
 
 #define FUZZ_VQ_HDR 16
 #define FUZZ_VQ_MAX_POPS (4 * VIRTQUEUE_MAX_SIZE)
+#define FUZZ_VQ_REOFFERS 16
+
+/* The driver offers its chains again (flag bit 4). */
+static inline void fuzz_vq_reoffer(struct virtqueue *vq)
+{
+	if (!vq->packed) {
+		uint16_t *idx = (uint16_t *)vq->driver + 1;
+
+		*idx = htole16((uint16_t)(le16toh(*idx) + vq->num));
+		return;
+	}
+	struct vring_packed_desc *ring = vq->desc;
+	uint16_t mark = vq->last_avail_wrap ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
+
+	for (unsigned i = 0; i < vq->num; i++)
+		ring[i].flags = htole16((uint16_t)((le16toh(ring[i].flags) &
+			~(VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED)) | mark));
+}
 
 /* What a device does with a buffer: read what it may read, write the rest. */
 static inline uint32_t fuzz_vq_touch(const struct vq_elem *e)
@@ -56,7 +80,7 @@ static inline int fuzz_vq_run(const uint8_t *data, size_t size, bool packed)
 	struct vq_elem *batch[VIRTQUEUE_MAX_SIZE];
 	struct fuzz_ram ram;
 	struct virtqueue vq;
-	unsigned nbatch = 0;
+	unsigned nbatch = 0, reoffers = 0;
 
 	if (size <= FUZZ_VQ_HDR)
 		return 0;
@@ -95,6 +119,10 @@ static inline int fuzz_vq_run(const uint8_t *data, size_t size, bool packed)
 			virtqueue_set_notification(&vq, true);
 			(void)virtqueue_has_work(&vq);
 		}
+		if (ret == 0 && (flags & 16) && reoffers++ < FUZZ_VQ_REOFFERS) {
+			fuzz_vq_reoffer(&vq);
+			continue;
+		}
 		if (ret <= 0) {
 			/* A broken ring must say why and refuse further pops. */
 			assert(ret == 0 || (vq.broken && vq.error));
@@ -102,6 +130,8 @@ static inline int fuzz_vq_run(const uint8_t *data, size_t size, bool packed)
 			break;
 		}
 		assert(e->index < num);
+		/* Never more in use than the ring holds, however it is offered. */
+		assert(vq.inflight <= num);
 		uint32_t len = fuzz_vq_touch(e);
 
 		if (!(flags & 4)) {

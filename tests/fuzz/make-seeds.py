@@ -96,6 +96,18 @@ def vq_seeds():
         ram.extend(b'\0' * (0x600 - len(ram)))
         hdr = struct.pack('<BBHIIIB', 3, flags, 0, 0, drv, dev, 2)
         write('fuzz-packed-pop', 'chains-%d' % flags, hdr + ram)
+    # A driver that offers the same chains again, never waiting for them
+    # to come back, to a device that completes in batches: more in use
+    # than the ring holds, which pop must refuse (batch byte 15: 16 each).
+    ones = [[(0x400, 16, 0)], [(0x500, 16, WRITE)]]
+    ram, avail, used = split_ring(2, ones)
+    ram.extend(b'\0' * (0x600 - len(ram)))
+    write('fuzz-split-pop', 'reoffer-batch',
+          struct.pack('<BBHIIIB', 1, 4 | 16, 0, 0, avail, used, 15) + ram)
+    ram, drv, dev = packed_ring(2, ones)
+    ram.extend(b'\0' * (0x600 - len(ram)))
+    write('fuzz-packed-pop', 'reoffer-batch',
+          struct.pack('<BBHIIIB', 1, 4 | 16, 0, 0, drv, dev, 15) + ram)
     # RAM in two regions cut at 0x400, right where the buffers start.
     ram, avail, used = split_ring(num, [bufs])
     ram.extend(b'\0' * (0x600 - len(ram)))
@@ -148,10 +160,25 @@ def blk_seeds():
         put(ram, hdr_at, rd[0])
         put(ram, hdr_at + 0x40, wr[0])
         ram.extend(b'\0' * (data_at + 0x400 - len(ram)))
-        write('fuzz-virtio-blk', 'indirect-%s' % ('packed' if packed else 'split'),
-              bytes([packed | 4 | 8, 3]) + ram)
-        write('fuzz-virtio-blk', 'reset-%s' % ('packed' if packed else 'split'),
-              bytes([packed | 4 | 32, 3]) + ram)
+        kind = 'packed' if packed else 'split'
+        write('fuzz-virtio-blk', 'indirect-%s' % kind, bytes([packed | 4 | 8, 3]) + ram)
+        # Reset with both in flight, then the device set up and run again.
+        write('fuzz-virtio-blk', 'reset-%s' % kind, bytes([packed | 4 | 32, 3]) + ram)
+        # The same chains offered again and again without waiting.
+        write('fuzz-virtio-blk', 'reoffer-%s' % kind, bytes([packed | 4 | 8, 3 | 16]) + ram)
+    # A write in flight across a reset, on both backends.
+    for packed in (0, 1):
+        chain = [(hdr_at, 16, 0), (data_at, 4096, 0), (st_at, 1, WRITE)]
+        if packed:
+            ram, _, _ = packed_ring(num, [chain])
+        else:
+            ram, _, _ = split_ring(num, [chain])
+        put(ram, hdr_at, req(1, 8))
+        ram.extend(b'\0' * (data_at + 0x1000 - len(ram)))
+        kind = 'packed' if packed else 'split'
+        write('fuzz-virtio-blk', 'reset-write-%s' % kind, bytes([packed | 32, 3]) + ram)
+        write('fuzz-virtio-blk', 'reset-write-threads-%s' % kind,
+              bytes([packed | 8 | 32, 3]) + ram)
 
 
 def pci_seeds():
