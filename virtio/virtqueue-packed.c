@@ -110,9 +110,6 @@ int virtqueue_packed_pop(struct virtqueue *vq, size_t size, struct vq_elem **ele
 
 	if (!packed_desc_is_avail(vq_ld16(&ring[slot].flags), wrap))
 		return 0;
-	/* A driver cannot offer more buffers than the ring holds. */
-	if (unlikely(vq->inflight >= vq->num))
-		return vq_fail(vq, "more buffers in use than the queue size");
 	/* The head's flags are read before the rest of the chain. */
 	vq_rmb();
 	for (;;) {

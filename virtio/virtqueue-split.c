@@ -154,9 +154,6 @@ int virtqueue_split_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem
 		if (last == vq->shadow_avail_idx)
 			return 0;
 	}
-	/* A driver cannot offer more buffers than the ring holds. */
-	if (unlikely(vq->inflight >= vq->num))
-		return vq_fail(vq, "more buffers in use than the queue size");
 	head = vq_ld16(&split_avail(vq)->ring[last & (vq->num - 1)]);
 	if (head >= vq->num)
 		return vq_fail(vq, "available head index out of range");
