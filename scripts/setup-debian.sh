@@ -6,7 +6,7 @@ set -eu
 
 pkgs="build-essential gcc meson ninja-build pkg-config liburing-dev libfdt-dev
 linux-libc-dev acpica-tools qemu-system-x86 linux-image-amd64 busybox-static
-cpio kmod fio gnuplot-nox clang libclang-rt-14-dev llvm"
+cpio kmod fio gnuplot-nox clang libclang-rt-14-dev llvm valgrind"
 
 missing=
 for p in $pkgs; do

@@ -10,6 +10,10 @@
  * default) in chunks of CHUNK requests and takes the median chunk.
  * Output: one CSV line per case, "ring,chain,min_ns,median_ns" over the
  * measurements.
+ *
+ * "--count split|packed CHAIN N" instead runs exactly N requests of one
+ * case after a warm-up of WARM_COUNT, and prints nothing: for counting
+ * instructions under callgrind, which no load on the host can skew.
  */
 #include <alloca.h>
 #include <sched.h>
@@ -26,6 +30,7 @@
 #define STACK_STEP 448
 #define CHUNK 256
 #define MAX_CHUNKS (1u << 20)
+#define WARM_COUNT 1000
 
 static double chunk_ns[MAX_CHUNKS];
 
@@ -119,23 +124,30 @@ measure_at(unsigned int offset, struct vq_driver *d, struct virtqueue *vq,
 	return measure(d, vq, segs, n, min_s);
 }
 
+/* Header out, data in, status in: the shape of a block request. */
+static void setup_case(struct vq_driver *d, struct virtqueue *vq, bool packed,
+		       struct drv_seg *segs, unsigned int n)
+{
+	uint64_t feats = (1ull << VIRTIO_F_VERSION_1) |
+			 (packed ? 1ull << VIRTIO_F_RING_PACKED : 0);
+
+	drv_init(d, packed, NUM, 4 << 20);
+	if (drv_setup_vq(d, vq, feats) < 0)
+		abort();
+	segs[0] = (struct drv_seg){ d->data, 16, false };
+	for (unsigned int i = 1; i + 1 < n; i++)
+		segs[i] = (struct drv_seg){ d->data + 0x1000 * i, 4096, true };
+	segs[n - 1] = (struct drv_seg){ d->data + 0x100, 1, true };
+}
+
 static void run_case(bool packed, unsigned int n, const char *chain, double min_s)
 {
 	struct drv_seg segs[64];
 	struct vq_driver d;
 	struct virtqueue vq;
 	double ns[REPS];
-	uint64_t feats = (1ull << VIRTIO_F_VERSION_1) |
-			 (packed ? 1ull << VIRTIO_F_RING_PACKED : 0);
 
-	drv_init(&d, packed, NUM, 4 << 20);
-	if (drv_setup_vq(&d, &vq, feats) < 0)
-		abort();
-	/* Header out, data in, status in: the shape of a block request. */
-	segs[0] = (struct drv_seg){ d.data, 16, false };
-	for (unsigned int i = 1; i + 1 < n; i++)
-		segs[i] = (struct drv_seg){ d.data + 0x1000 * i, 4096, true };
-	segs[n - 1] = (struct drv_seg){ d.data + 0x100, 1, true };
+	setup_case(&d, &vq, packed, segs, n);
 
 	for (double t0 = now_ns(); now_ns() - t0 < 0.1e9;)
 		for (int i = 0; i < 1000; i++)
@@ -152,10 +164,34 @@ static void run_case(bool packed, unsigned int n, const char *chain, double min_
 	drv_destroy(&d);
 }
 
+/* --count: exactly count requests after the warm-up, for callgrind. */
+static int count_case(const char *ring, const char *chain, const char *count)
+{
+	unsigned int n = (unsigned int)atoi(chain);
+	long c = atol(count);
+	struct drv_seg segs[64];
+	struct vq_driver d;
+	struct virtqueue vq;
+
+	if ((strcmp(ring, "split") && strcmp(ring, "packed")) || n < 2 || n > 64 || c < 1) {
+		fprintf(stderr, "usage: virtqueue-pop --count split|packed CHAIN(2-64) N\n");
+		return 2;
+	}
+	setup_case(&d, &vq, !strcmp(ring, "packed"), segs, n);
+	for (int i = 0; i < WARM_COUNT; i++)
+		one_request(&d, &vq, segs, n);
+	for (long i = 0; i < c; i++)
+		one_request(&d, &vq, segs, n);
+	drv_destroy(&d);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	double min_s = 0.3;
 
+	if (argc == 5 && !strcmp(argv[1], "--count"))
+		return count_case(argv[2], argv[3], argv[4]);
 	if (argc > 1)
 		min_s = atof(argv[1]);
 	if (!(min_s > 0)) {

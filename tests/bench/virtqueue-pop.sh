@@ -9,25 +9,34 @@
 #   zero       -Dauto_var_init=zero -Duninit_attr=false
 #   zero+attr  -Dauto_var_init=zero (the default brisk build)
 #
-# usage: tests/bench/virtqueue-pop.sh [--csv] [--rounds N] [--seconds S]
+# usage: tests/bench/virtqueue-pop.sh [--csv] [--rounds N] [--seconds S] [--callgrind]
 #   --csv       print ring,chain,variant,ns_per_req lines only
 #   --rounds N  interleaved rounds (default 5)
 #   --seconds S minimum length of one timed run (default 0.3)
+#   --callgrind instead of timing, count the instructions of one pop
+#               (virtqueue_pop and all it calls) under valgrind's
+#               callgrind: exact, and blind to the host's load
 # BUILD_PREFIX (default ./build-bench) names the build directories.
 set -eu
 
 csv=0
 rounds=5
 seconds=0.3
+callgrind=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--csv) csv=1 ;;
 	--rounds) rounds=$2; shift ;;
 	--seconds) seconds=$2; shift ;;
-	*) echo "usage: $0 [--csv] [--rounds N] [--seconds S]" >&2; exit 2 ;;
+	--callgrind) callgrind=1 ;;
+	*) echo "usage: $0 [--csv] [--rounds N] [--seconds S] [--callgrind]" >&2; exit 2 ;;
 	esac
 	shift
 done
+if [ "$callgrind" = 1 ] && ! command -v valgrind >/dev/null; then
+	echo "virtqueue-pop.sh: valgrind not found; run scripts/setup-debian.sh" >&2
+	exit 1
+fi
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
 prefix=${BUILD_PREFIX:-$src/build-bench}
@@ -69,6 +78,43 @@ for v in $variants; do
 	done
 done
 log ""
+
+if [ "$callgrind" = 1 ]; then
+	# Instructions per pop: N pops after the binary's 1000-pop warm-up,
+	# counted only inside virtqueue_pop.
+	n=20000
+	for v in $variants; do
+		for c in "split 3" "split 64" "packed 3" "packed 64"; do
+			# shellcheck disable=SC2086
+			set -- $c
+			valgrind --tool=callgrind --toggle-collect=virtqueue_pop \
+				--callgrind-out-file="$work/cg" \
+				"$(dir_of "$v")/tests/bench/virtqueue-pop" --count "$1" "$2" "$n" \
+				>/dev/null 2>"$work/cg.err" || { cat "$work/cg.err" >&2; exit 1; }
+			awk -v r="$1" -v c="$2" -v v="$v" -v n="$n" \
+				'/^(summary|totals):/ { printf "%s,%s,%s,%.1f\n", r, c, v, $2 / (n + 1000); exit }' \
+				"$work/cg" >>"$work/ir"
+		done
+	done
+	if [ "$csv" = 1 ]; then
+		echo "ring,chain,variant,instructions_per_pop"
+		cat "$work/ir"
+		exit 0
+	fi
+	echo "Instructions per pop (callgrind):"
+	awk -F, '
+	{ ir[$1 "," $2, $3] = $4; if (!(($1 "," $2) in seen)) { seen[$1 "," $2] = 1; order[++m] = $1 "," $2 } }
+	END {
+		printf "| ring   | chain | off | zero | zero+attr | zero/off | zero+attr/off |\n"
+		printf "|--------|------:|----:|-----:|----------:|---------:|--------------:|\n"
+		for (i = 1; i <= m; i++) {
+			k = order[i]; split(k, p, ",")
+			o = ir[k, "off"]; z = ir[k, "zero"]; a = ir[k, "zero+attr"]
+			printf "| %-6s | %5s | %.1f | %.1f | %.1f | %.2f | %.3f |\n", p[1], p[2], o, z, a, z / o, a / o
+		}
+	}' "$work/ir"
+	exit 0
+fi
 
 for r in $(seq 1 "$rounds"); do
 	for v in $variants; do
