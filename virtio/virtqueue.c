@@ -81,16 +81,27 @@ struct vq_elem *vq_elem_build(size_t size, const struct vq_gather *g)
 	return e;
 }
 
+static int virtqueue_pop_ring(struct virtqueue *vq, size_t size, struct vq_elem **elem)
+{
+	return vq->packed ? virtqueue_packed_pop(vq, size, elem)
+			  : virtqueue_split_pop(vq, size, elem);
+}
+
 /*
  * A driver never has more buffers outstanding than the ring holds: with
  * the whole ring in use, a buffer on offer is a head offered again while
- * still in use.
+ * still in use.  An empty ring is popped as ever (notification included).
  */
-static __attribute__((cold, noinline)) int virtqueue_pop_full(struct virtqueue *vq)
+static __attribute__((cold, noinline)) int
+virtqueue_pop_full(struct virtqueue *vq, size_t size, struct vq_elem **elem)
 {
-	if (!virtqueue_has_work(vq))
-		return 0;
-	return vq->broken ? -1 : vq_fail(vq, "more buffers in use than the queue size");
+	int ret = virtqueue_pop_ring(vq, size, elem);
+
+	if (ret != 1)
+		return ret;
+	free(*elem);
+	*elem = NULL;
+	return vq_fail(vq, "more buffers in use than the queue size");
 }
 
 int virtqueue_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem)
@@ -101,9 +112,8 @@ int virtqueue_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem)
 		return 0;
 	/* Checked before, out of line: the pops' own code stays as it was. */
 	if (unlikely(vq->inflight >= vq->num))
-		return virtqueue_pop_full(vq);
-	return vq->packed ? virtqueue_packed_pop(vq, size, elem)
-			  : virtqueue_split_pop(vq, size, elem);
+		return virtqueue_pop_full(vq, size, elem);
+	return virtqueue_pop_ring(vq, size, elem);
 }
 
 void virtqueue_fill(struct virtqueue *vq, const struct vq_elem *elem,
