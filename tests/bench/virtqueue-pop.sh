@@ -43,6 +43,20 @@ prefix=${BUILD_PREFIX:-$src/build-bench}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log() { [ "$csv" = 1 ] || echo "$@"; }
+# table FILE COLUMN UNIT: ring,chain,variant,... lines as one row per case.
+table() {
+	awk -F, -v col="$2" -v unit="$3" '
+	{ x[$1 "," $2, $3] = $col; if (!(($1 "," $2) in seen)) { seen[$1 "," $2] = 1; order[++m] = $1 "," $2 } }
+	END {
+		printf "| ring   | chain | off %s | zero %s | zero+attr %s | zero/off | zero+attr/off |\n", unit, unit, unit
+		printf "|--------|------:|-----------:|------------:|-----------------:|---------:|--------------:|\n"
+		for (i = 1; i <= m; i++) {
+			k = order[i]; split(k, p, ",")
+			o = x[k, "off"]; z = x[k, "zero"]; a = x[k, "zero+attr"]
+			printf "| %-6s | %5s | %10.1f | %11.1f | %16.1f | %8.2f | %13.3f |\n", p[1], p[2], o, z, a, z / o, a / o
+		}
+	}' "$1"
+}
 
 variants="off zero zero+attr"
 dir_of() { echo "$prefix-$(echo "$1" | tr + -)"; }
@@ -102,17 +116,7 @@ if [ "$callgrind" = 1 ]; then
 		exit 0
 	fi
 	echo "Instructions per pop (callgrind):"
-	awk -F, '
-	{ ir[$1 "," $2, $3] = $4; if (!(($1 "," $2) in seen)) { seen[$1 "," $2] = 1; order[++m] = $1 "," $2 } }
-	END {
-		printf "| ring   | chain | off | zero | zero+attr | zero/off | zero+attr/off |\n"
-		printf "|--------|------:|----:|-----:|----------:|---------:|--------------:|\n"
-		for (i = 1; i <= m; i++) {
-			k = order[i]; split(k, p, ",")
-			o = ir[k, "off"]; z = ir[k, "zero"]; a = ir[k, "zero+attr"]
-			printf "| %-6s | %5s | %.1f | %.1f | %.1f | %.2f | %.3f |\n", p[1], p[2], o, z, a, z / o, a / o
-		}
-	}' "$work/ir"
+	table "$work/ir" 4 Ir/pop
 	exit 0
 fi
 
@@ -150,21 +154,8 @@ if [ "$csv" = 1 ]; then
 	cut -d, -f1-4 "$work/stats"
 	exit 0
 fi
-table() {
-	awk -F, -v col="$1" '
-	{ ns[$1 "," $2, $3] = $col; if (!(($1 "," $2) in seen)) { seen[$1 "," $2] = 1; order[++m] = $1 "," $2 } }
-	END {
-		printf "| ring   | chain | off ns/req | zero ns/req | zero+attr ns/req | zero/off | zero+attr/off |\n"
-		printf "|--------|------:|-----------:|------------:|-----------------:|---------:|--------------:|\n"
-		for (i = 1; i <= m; i++) {
-			k = order[i]; split(k, p, ",")
-			o = ns[k, "off"]; z = ns[k, "zero"]; a = ns[k, "zero+attr"]
-			printf "| %-6s | %5s | %10.1f | %11.1f | %16.1f | %8.2f | %13.3f |\n", p[1], p[2], o, z, a, z / o, a / o
-		}
-	}' "$work/stats"
-}
 log "Best of $rounds rounds (ns per request):"
-table 4
+table "$work/stats" 4 ns/req
 log ""
 log "Median of $rounds rounds:"
-table 5
+table "$work/stats" 5 ns/req

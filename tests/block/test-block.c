@@ -424,24 +424,32 @@ static bool t_readonly(struct env *e, enum blk_aio aio)
 	return true;
 }
 
-static bool t_direct(struct env *e, enum blk_aio aio)
+/* Opens e's file again with O_DIRECT: 0, 1 for a skip (said), -1. */
+static int env_reopen_direct(struct env *e, enum blk_aio aio)
 {
-	struct blk_file_opts o = { .path = e->path,
-				   .cache = BLK_CACHE_NONE };
+	struct blk_file_opts o = { .path = e->path, .cache = BLK_CACHE_NONE };
 	struct blk_file *f = blk_file_open(&o);
-	unsigned char *w, *r;
-	struct treq t;
 
 	if (!f) {
 		printf("  skip: %s rejects O_DIRECT\n", dir);
 		skipped++;
-		return true;
+		return 1;
 	}
 	blk_file_close(f);
 	blk_queue_free(e->q);
 	blk_file_close(e->f);
 	iothread_free(e->t);
-	CHECK(env_open(e, aio, false, BLK_CACHE_NONE));
+	return env_open(e, aio, false, BLK_CACHE_NONE) ? 0 : -1;
+}
+
+static bool t_direct(struct env *e, enum blk_aio aio)
+{
+	int reopen = env_reopen_direct(e, aio);
+	unsigned char *w, *r;
+	struct treq t;
+
+	if (reopen)
+		return reopen > 0;
 	CHECK(e->f->direct && (e->f->align == 512 || e->f->align == 4096 ||
 			       e->f->align == 1024 || e->f->align == 2048));
 	w = aligned_alloc(4096, 65536);
@@ -472,21 +480,12 @@ static bool t_direct(struct env *e, enum blk_aio aio)
  */
 static bool t_direct_misaligned(struct env *e, enum blk_aio aio)
 {
-	struct blk_file_opts o = { .path = e->path, .cache = BLK_CACHE_NONE };
-	struct blk_file *f = blk_file_open(&o);
+	int reopen = env_reopen_direct(e, aio);
 	unsigned char *w, *r, *back;
 	struct treq t;
 
-	if (!f) {
-		printf("  skip: %s rejects O_DIRECT\n", dir);
-		skipped++;
-		return true;
-	}
-	blk_file_close(f);
-	blk_queue_free(e->q);
-	blk_file_close(e->f);
-	iothread_free(e->t);
-	CHECK(env_open(e, aio, false, BLK_CACHE_NONE));
+	if (reopen)
+		return reopen > 0;
 	w = aligned_alloc(4096, 3 * 4096);
 	r = aligned_alloc(4096, 3 * 4096);
 	back = aligned_alloc(4096, 8192);

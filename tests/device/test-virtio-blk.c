@@ -1596,6 +1596,34 @@ static bool root_skip(const char *test, const char *why)
 }
 
 /*
+ * The machine of a root test: its drive with aio= and opts, on a loop
+ * device of loop_bs (unless 0), the stall armed if asked.  NULL after
+ * the skip is reported.
+ */
+static struct tmachine *root_machine(const char *test, const char *aio, const char *opts,
+				     const char *device, unsigned loop_bs, bool stall)
+{
+	char drive[128], name[64];
+	const char *why = NULL;
+	struct tmachine *t;
+
+	snprintf(name, sizeof(name), "%s %s", test, aio);
+	snprintf(drive, sizeof(drive), "file=%%s,if=none,id=x,aio=%s%s", aio, opts);
+	t = machine_try_on(drive, device, 1, loop_bs, &why);
+	if (!t) {
+		root_skip(name, why ? why : "the device cannot be made here");
+		return NULL;
+	}
+	if (stall && !stall_arm(t, &why)) {
+		root_skip(name, why);
+		machine_free(t);
+		return NULL;
+	}
+	root_ran++;
+	return t;
+}
+
+/*
  * One queue that a driver keeps full must not keep its I/O thread from
  * another queue: a kick serves a few rounds of up to a queue's worth
  * (docs/architecture.md), then the thread's other work gets its turn.
@@ -1734,26 +1762,14 @@ static void test_serve_budget(void)
  */
 static void test_reset_drains(const char *aio)
 {
-	char drive[96], name[64];
-	const char *why = NULL;
-	struct tmachine *t;
+	struct tmachine *t = root_machine("reset-drains", aio, ",cache=none",
+					  "virtio-blk-pci,drive=x,num-queues=1", 0, true);
 	uint8_t fresh[4096];
 	struct vdev d;
 	struct gq q;
 
-	snprintf(name, sizeof(name), "reset-drains %s", aio);
-	snprintf(drive, sizeof(drive), "file=%%s,if=none,id=x,aio=%s,cache=none", aio);
-	t = machine_try(drive, "virtio-blk-pci,drive=x,num-queues=1", 1);
-	if (!t) {
-		root_skip(name, "cache=none refused here");
+	if (!t)
 		return;
-	}
-	if (!stall_arm(t, &why)) {
-		root_skip(name, why);
-		machine_free(t);
-		return;
-	}
-	root_ran++;
 	CHECK(vdev_find(t, 0, &d));
 	vdev_init(&d, &q, 1, 64, ALL_FEATURES);
 	/* A write whose data the stall holds back: 0x5a once let go. */
@@ -1790,23 +1806,15 @@ static void test_reset_drains(const char *aio)
  */
 static void test_reset_no_dma_after(const char *aio)
 {
-	char drive[96], name[64];
-	const char *why = NULL;
-	struct tmachine *t;
+	struct tmachine *t = root_machine("reset-no-dma-after", aio, "",
+					  "virtio-blk-pci,drive=x,num-queues=1", 0, true);
 	struct vdev d;
 	struct gq q;
 	uint8_t *canary;
 	bool intact = true;
 
-	snprintf(name, sizeof(name), "reset-no-dma-after %s", aio);
-	snprintf(drive, sizeof(drive), "file=%%s,if=none,id=x,aio=%s", aio);
-	t = machine_new(drive, "virtio-blk-pci,drive=x,num-queues=1", 1);
-	if (!stall_arm(t, &why)) {
-		root_skip(name, why);
-		machine_free(t);
+	if (!t)
 		return;
-	}
-	root_ran++;
 	CHECK(vdev_find(t, 0, &d));
 	vdev_init(&d, &q, 1, 64, ALL_FEATURES);
 	uint64_t h = hdr_gpa(0);
@@ -1847,20 +1855,15 @@ static void test_reset_no_dma_after(const char *aio)
  */
 static void test_inuse_hostile(bool packed)
 {
-	const char *why = NULL, *name = packed ? "inuse-hostile packed" : "inuse-hostile split";
-	struct tmachine *t = machine_new("file=%s,if=none,id=x,aio=threads",
-		packed ? "virtio-blk-pci,drive=x,num-queues=1,queue-size=4,packed=on"
-		       : "virtio-blk-pci,drive=x,num-queues=1,queue-size=4", 1);
+	struct tmachine *t = root_machine(packed ? "inuse-hostile packed" : "inuse-hostile split",
+		"threads", "", packed ? "virtio-blk-pci,drive=x,num-queues=1,queue-size=4,packed=on"
+				      : "virtio-blk-pci,drive=x,num-queues=1,queue-size=4", 0, true);
 	struct vdev d;
 	struct gq q;
 	int head = -1;
 
-	if (!stall_arm(t, &why)) {
-		root_skip(name, why);
-		machine_free(t);
+	if (!t)
 		return;
-	}
-	root_ran++;
 	CHECK(vdev_find(t, 0, &d));
 	vdev_init(&d, &q, 1, 4, ALL_FEATURES);
 	/* Four reads into the stalled region, each one slot (indirect). */
@@ -1899,21 +1902,6 @@ static void test_inuse_hostile(bool packed)
 	machine_free(t);
 }
 
-/* A machine whose drive is a loop device of block_size; NULL after a skip. */
-static struct tmachine *loop_machine(const char *name, const char *drive, const char *device,
-				     unsigned block_size)
-{
-	const char *why = NULL;
-	struct tmachine *t = machine_try_on(drive, device, 1, block_size, &why);
-
-	if (!t) {
-		root_skip(name, why ? why : "the device cannot be made on a loop device");
-		return NULL;
-	}
-	root_ran++;
-	return t;
-}
-
 /*
  * cache=none on a 4 KiB-sector host device: the device says so (blk_size,
  * topology), a misaligned chain works, a 512-byte read works (widened by
@@ -1922,15 +1910,12 @@ static struct tmachine *loop_machine(const char *name, const char *drive, const 
  */
 static void test_host_4k(const char *aio)
 {
-	char drive[96], name[64];
-	struct tmachine *t;
+	struct tmachine *t = root_machine("host-4k", aio, ",cache=none", "virtio-blk-pci,drive=x",
+					  4096, false);
 	struct vdev d;
 	struct gq q;
 	uint32_t len;
 
-	snprintf(name, sizeof(name), "host-4k %s", aio);
-	snprintf(drive, sizeof(drive), "file=%%s,if=none,id=x,cache=none,aio=%s", aio);
-	t = loop_machine(name, drive, "virtio-blk-pci,drive=x", 4096);
 	if (!t)
 		return;
 	CHECK(vdev_find(t, 0, &d));
@@ -1961,14 +1946,11 @@ static void test_host_4k(const char *aio)
 /* A guest DISCARD reaches a host block device as a discard, never as writes. */
 static void test_host_discard(const char *aio)
 {
-	char drive[96], name[64];
-	struct tmachine *t;
+	struct tmachine *t = root_machine("host-discard", aio, "", "virtio-blk-pci,drive=x",
+					  4096, false);
 	struct vdev d;
 	struct gq q;
 
-	snprintf(name, sizeof(name), "host-discard %s", aio);
-	snprintf(drive, sizeof(drive), "file=%%s,if=none,id=x,aio=%s", aio);
-	t = loop_machine(name, drive, "virtio-blk-pci,drive=x", 4096);
 	if (!t)
 		return;
 	CHECK(vdev_find(t, 0, &d));
@@ -1989,15 +1971,12 @@ static void test_host_discard(const char *aio)
  */
 static void test_writethrough(const char *aio)
 {
-	char drive[96], name[64];
-	struct tmachine *t;
+	struct tmachine *t = root_machine("writethrough", aio, "", "virtio-blk-pci,drive=x",
+					  512, false);
 	struct vdev d;
 	struct gq q;
 	long long f0;
 
-	snprintf(name, sizeof(name), "writethrough %s", aio);
-	snprintf(drive, sizeof(drive), "file=%%s,if=none,id=x,aio=%s", aio);
-	t = loop_machine(name, drive, "virtio-blk-pci,drive=x", 512);
 	if (!t)
 		return;
 	CHECK(vdev_find(t, 0, &d));
