@@ -175,7 +175,7 @@ status_addr() { # status_addr PCI
 }
 
 do_hardreset() { # do_hardreset SERIAL
-	local s=$1 dev pci addr i pids=
+	local s=$1 dev pci addr i pids= rc now
 	dev=$(dev_of "$s") || { out "hardreset $s no-disk"; return; }
 	pci=$(pci_of "$dev")
 	addr=$(status_addr "$pci") || { out "hardreset $s no-common-cfg"; return; }
@@ -188,7 +188,15 @@ do_hardreset() { # do_hardreset SERIAL
 	set -- $(cat "/sys/block/$dev/inflight")
 	out "hardreset $s inflight=reads:$1,writes:$2"
 	devmem "$addr" 8 0
-	out "hardreset $s wrote status=0 rc=$? now=$(devmem "$addr" 8)"
+	rc=$?
+	# A device with requests of the old driver in its backend reads
+	# non-zero until they are back; drivers poll (VIRTIO 1.2, 4.1.4.3.2).
+	for i in $(seq 1 200); do
+		now=$(devmem "$addr" 8)
+		[ "$now" = 0x00 ] && break
+		sleep 0.01
+	done
+	out "hardreset $s wrote status=0 rc=$rc now=$now"
 	# Its serial is read by a request too, which would never complete.
 	dead=$dev
 	: >"/tmp/stop.h$s"
