@@ -38,6 +38,7 @@ struct blk_queue *blk_queue_new(struct blk_file *f, struct iothread *t,
 struct blk_bounce {
 	struct blk_req req;
 	struct blk_req *orig;
+	struct blk_file *f;
 	struct iovec iov;
 	size_t skip;		/* where orig's bytes start in the buffer */
 	uint64_t len;		/* orig's bytes */
@@ -82,6 +83,7 @@ static void blk_bounce_done(struct blk_req *r, int64_t res)
 			     b->len, false);
 	if (res >= 0)
 		res = (int64_t)b->len;
+	__atomic_sub_fetch(&b->f->bounce_bytes, b->iov.iov_len, __ATOMIC_RELAXED);
 	free(b->iov.iov_base);
 	free(b);
 	orig->cb(orig, res);
@@ -89,10 +91,11 @@ static void blk_bounce_done(struct blk_req *r, int64_t res)
 
 /*
  * Returns the request the backend should see instead of req, or NULL when
- * req cannot be carried out (a write of part of a host block, no memory):
- * req then goes to the backend broken, and fails there -EINVAL.
+ * req cannot be carried out (a write of part of a host block, no memory,
+ * more than BLK_BOUNCE_MAX of bounce buffers in flight for the file): req
+ * then goes to the backend broken, and fails there -EINVAL.
  */
-static struct blk_req *blk_bounce(const struct blk_file *f, struct blk_req *req,
+static struct blk_req *blk_bounce(struct blk_file *f, struct blk_req *req,
 				  uint64_t total)
 {
 	uint64_t start = req->offset & ~(uint64_t)(f->align - 1);
@@ -102,15 +105,20 @@ static struct blk_req *blk_bounce(const struct blk_file *f, struct blk_req *req,
 
 	if (req->op == BLK_OP_WRITE && (start != req->offset || end != req->offset + total))
 		return NULL;
-	b = calloc(1, sizeof(*b));
-	if (!b)
+	/* Guests choose how much of this there is: host memory stays bounded. */
+	if (__atomic_add_fetch(&f->bounce_bytes, end - start, __ATOMIC_RELAXED) > BLK_BOUNCE_MAX ||
+	    !(b = calloc(1, sizeof(*b)))) {
+		__atomic_sub_fetch(&f->bounce_bytes, end - start, __ATOMIC_RELAXED);
 		return NULL;
+	}
 	b->iov.iov_len = end - start;
 	b->iov.iov_base = aligned_alloc(balign, b->iov.iov_len);
 	if (!b->iov.iov_base) {
+		__atomic_sub_fetch(&f->bounce_bytes, end - start, __ATOMIC_RELAXED);
 		free(b);
 		return NULL;
 	}
+	b->f = f;
 	b->orig = req;
 	b->skip = req->offset - start;
 	b->len = total;
@@ -129,7 +137,7 @@ void blk_queue_add(struct blk_queue *q, struct blk_req *req)
 	uint64_t total;
 
 	assert(!q->closing);
-	if (q->f->align > 1 && (req->op == BLK_OP_READ || req->op == BLK_OP_WRITE) &&
+	if (f->align > 1 && (req->op == BLK_OP_READ || req->op == BLK_OP_WRITE) &&
 	    blk_req_check(f, req, &total) == 0 && total && !blk_req_aligned(f, req, total)) {
 		struct blk_req *b = blk_bounce(f, req, total);
 

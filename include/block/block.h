@@ -25,6 +25,8 @@ struct blk_file_opts {
 	enum blk_cache cache;
 };
 
+#define BLK_BOUNCE_MAX (64ull << 20)
+
 struct blk_file {
 	int fd;
 	uint64_t size;		/* bytes */
@@ -44,9 +46,13 @@ struct blk_file {
 	 * multiples of align, buffers on mem_align.  Requests whose buffers
 	 * are not go through an aligned bounce buffer; reads whose range is
 	 * not are widened to whole blocks; such writes fail -EINVAL, as a
-	 * block of the host holds data of other requests.
+	 * block of the host holds data of other requests.  Past
+	 * BLK_BOUNCE_MAX of bounce buffers in flight, requests that need one
+	 * fail -EINVAL too: guests must not decide how much host memory
+	 * brisk takes.
 	 */
 	unsigned int align, mem_align;
+	uint64_t bounce_bytes;	/* atomic: bounce buffers in flight */
 	char *path;
 	bool error_reported;	/* error_report_once() flag */
 	bool fallback_reported;	/* "io_uring unavailable" said once */

@@ -510,6 +510,14 @@ static bool t_direct_misaligned(struct env *e, enum blk_aio aio)
 	t.r.iovcnt = 1;
 	CHECK(run(e, &t, 1) && t.res == 8192);
 	CHECK(memcmp(back, w + 16, 8192) == 0);
+	/* With the bounce budget spent, a request needing one fails alone. */
+	CHECK(e->f->bounce_bytes == 0);
+	e->f->bounce_bytes = BLK_BOUNCE_MAX;
+	treq_init(e, &t, BLK_OP_READ, 65536);
+	t.iov[0] = (struct iovec){ r + 16, 8192 };
+	t.r.iovcnt = 1;
+	CHECK(run(e, &t, 1) && t.res == -EINVAL);
+	e->f->bounce_bytes = 0;
 	free(w);
 	free(r);
 	free(back);
