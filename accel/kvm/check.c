@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "accel/kvm-arch.h"
 #include "hw/machine.h"
-#include "hw/x86/pc.h"
 #include "kvm-internal.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -32,50 +32,6 @@
 #define CHECK_RUN_CAP_NS (300 * 1000000ull)
 #define CHECK_TRIES 3
 #define CHECK_RAM (2u << 20)
-
-static const char *const modules[] = { "kvm_intel", "kvm_amd", "kvm_pvm" };
-
-static void find_module(struct kvm_check *c)
-{
-	char path[64];
-
-	for (unsigned i = 0; i < ARRAY_SIZE(modules); i++) {
-		snprintf(path, sizeof(path), "/sys/module/%s", modules[i]);
-		if (access(path, F_OK) == 0) {
-			snprintf(c->module, sizeof(c->module), "%s", modules[i]);
-			return;
-		}
-	}
-}
-
-/* vmx or svm among the host CPU's flags. */
-static void find_cpu_virt(struct kvm_check *c)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[4096];
-
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "flags", 5))
-			continue;
-		c->cpu_vmx = strstr(line, " vmx") != NULL;
-		c->cpu_svm = strstr(line, " svm") != NULL;
-		break;
-	}
-	fclose(f);
-}
-
-static const char *module_words(const struct kvm_check *c)
-{
-	if (!strcmp(c->module, "kvm_intel"))
-		return "kvm_intel (VT-x)";
-	if (!strcmp(c->module, "kvm_amd"))
-		return "kvm_amd (AMD-V)";
-	if (!strcmp(c->module, "kvm_pvm"))
-		return "kvm_pvm (software virtualization without VT-x/AMD-V)";
-	return "an unknown KVM module";
-}
 
 static void timer_arm(timer_t t, uint64_t first_ns)
 {
@@ -93,13 +49,13 @@ static void timer_arm(timer_t t, uint64_t first_ns)
  * when it did not reach its OUT in time, -1 after saying why in c->why.
  */
 static int64_t run_once(struct kvm_vcpu *v, const struct kvm_check_guest *g,
-			const struct x86_cpu_entry *entry, timer_t t,
+			const struct cpu_entry *entry, timer_t t,
 			struct kvm_check *c)
 {
 	struct kvm_run *run = v->run;
 	uint64_t t0, elapsed;
 
-	if (kvm_vcpu_set_boot_regs(v, entry)) {
+	if (kvm_arch_set_entry(v, entry)) {
 		snprintf(c->why, sizeof(c->why),
 			 "cannot set the test guest's registers: %s", strerror(errno));
 		return -1;
@@ -119,22 +75,21 @@ static int64_t run_once(struct kvm_vcpu *v, const struct kvm_check_guest *g,
 				 "KVM_RUN of a test guest failed: %s", strerror(errno));
 			break;
 		}
-		if (run->exit_reason == KVM_EXIT_IO &&
-		    run->io.port == g->port) {
+		if (kvm_arch_check_done(v, g->done_addr)) {
 			timer_arm(t, 0);
 			return elapsed ? (int64_t)elapsed : 1;
 		}
 		if (run->exit_reason == KVM_EXIT_INTERNAL_ERROR) {
 			snprintf(c->why, sizeof(c->why),
-				 "a plain 64-bit test guest ended in a KVM "
+				 "a plain test guest ended in a KVM "
 				 "internal error (suberror %u)",
 				 run->internal.suberror);
 			break;
 		}
 		if (run->exit_reason != KVM_EXIT_INTR) {
 			snprintf(c->why, sizeof(c->why),
-				 "a 64-bit test guest stopped with KVM exit "
-				 "reason %u instead of its port write",
+				 "a test guest stopped with KVM exit "
+				 "reason %u instead of its final write",
 				 run->exit_reason);
 			break;
 		}
@@ -165,17 +120,18 @@ static void judge(struct kvm_check *c, const struct kvm_check_guest *g,
 	if (c->usable)
 		snprintf(c->verdict, sizeof(c->verdict),
 			 "/dev/kvm is %s: it runs ordinary guests (%s)",
-			 module_words(c), took);
+			 kvm_arch_module_words(c), took);
 	else if (!strcmp(c->module, "kvm_pvm"))
 		snprintf(c->verdict, sizeof(c->verdict),
 			 "/dev/kvm is %s: it runs only PVM-enabled guest kernels "
 			 "(%s); use a host with kvm_intel/kvm_amd or nested "
-			 "virtualization", module_words(c), took);
+			 "virtualization", kvm_arch_module_words(c), took);
 	else
 		snprintf(c->verdict, sizeof(c->verdict),
 			 "/dev/kvm is %s but cannot run ordinary guests at "
-			 "hardware speed (%s); use a host with VT-x/AMD-V or "
-			 "nested virtualization", module_words(c), took);
+			 "hardware speed (%s); use a host with %s or nested "
+			 "virtualization", kvm_arch_module_words(c), took,
+			 kvm_arch_hw_virt);
 }
 
 /* Whether another run could change the answer. */
@@ -188,8 +144,8 @@ static bool worth_another(int64_t best)
 static int check_guest(struct kvm_check *c, const struct kvm_check_guest *g)
 {
 	struct machine m = { .ncpus = 1 };
-	struct x86_cpu_entry entry;
-	struct kvm_vm *vm = kvm_vm_new(&m);
+	struct cpu_entry entry_state = { 0 }, *entry = &entry_state;
+	struct kvm_vm *vm = kvm_vm_new(&m, CHECK_RAM);
 	struct sigevent sev = {
 		.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIG_VCPU_KICK,
 		._sigev_un._tid = (pid_t)syscall(SYS_gettid),
@@ -201,8 +157,8 @@ static int check_guest(struct kvm_check *c, const struct kvm_check_guest *g)
 		return -1;
 	c->nested_state = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION,
 				KVM_CAP_NESTED_STATE);
-	if (kvm_vm_add_ram(vm, 0, CHECK_RAM) || g->load(&m.mem, &entry) ||
-	    kvm_vcpus_create(vm, &entry)) {
+	if (kvm_vm_add_ram(vm, 0, CHECK_RAM) || g->load(&m.mem, entry) ||
+	    kvm_vcpus_create(vm, entry)) {
 		kvm_vm_free(vm);
 		return -1;
 	}
@@ -217,7 +173,7 @@ static int check_guest(struct kvm_check *c, const struct kvm_check_guest *g)
 	 * own speed.
 	 */
 	for (unsigned i = 0; i < CHECK_TRIES; i++) {
-		int64_t ns = run_once(&vm->vcpus[0], g, &entry, t, c);
+		int64_t ns = run_once(&vm->vcpus[0], g, entry, t, c);
 
 		if (ns < 0)
 			break;
@@ -235,7 +191,6 @@ static int check_guest(struct kvm_check *c, const struct kvm_check_guest *g)
 int kvm_check(struct kvm_check *c, const struct kvm_check_guest *g)
 {
 	*c = (struct kvm_check){ .nested_state = -1 };
-	find_module(c);
-	find_cpu_virt(c);
+	kvm_arch_check_host(c);
 	return check_guest(c, g);
 }

@@ -5,11 +5,8 @@
  * raises an interrupt with one eventfd write and no vCPU exit.
  *
  * KVM_SET_GSI_ROUTING replaces the whole table, so every commit re-sends
- * the legacy routes of GSI 0-23 (IOAPIC pin n, and PIC pin n below 16)
- * ahead of the MSI routes, which take GSIs from 24 up.  As on PC chipsets,
- * and as the MADT's interrupt source override and the MP table say, the
- * PIT's GSI 0 reaches IOAPIC pin 2; pin 0 is left unused and GSI 2 is only
- * the 8259 cascade.
+ * the architecture's fixed routes (accel/kvm/<arch>/irq.c) ahead of the
+ * MSI routes, which take GSIs from kvm_arch_first_msi_gsi up.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,47 +17,31 @@
 #include "kvm-internal.h"
 #include "util/log.h"
 
-static void kvm_set_irq(void *opaque, unsigned gsi, int level)
+static void kvm_set_irq(void *opaque, unsigned line, int level)
 {
 	struct kvm_vm *vm = opaque;
-	struct kvm_irq_level irq = { .irq = gsi, .level = !!level };
 
-	if (gsi >= KVM_NR_LEGACY_GSI || ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)
+	if (kvm_arch_irq_line(vm, line, level) < 0)
 		error_report_once(&vm->irq_line_failed, "KVM_IRQ_LINE(%u) failed: %s",
-				  gsi, gsi >= KVM_NR_LEGACY_GSI ? "no such line" :
-				  strerror(errno));
+				  line, strerror(errno));
 }
 
 static int kvm_routes_commit(struct kvm_vm *vm)
 {
 	struct kvm_irq_routing *r = vm->routing;
-	unsigned n = 0;
+	unsigned n = kvm_arch_fixed_routes(r->entries);
 
-	for (unsigned gsi = 0; gsi < KVM_NR_LEGACY_GSI; gsi++) {
-		if (gsi < 16)
-			r->entries[n++] = (struct kvm_irq_routing_entry){
-				.gsi = gsi, .type = KVM_IRQ_ROUTING_IRQCHIP,
-				.u.irqchip = { .irqchip = gsi < 8 ?
-					KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE,
-					.pin = gsi % 8 },
-			};
-		if (gsi == 2)
-			continue;
-		r->entries[n++] = (struct kvm_irq_routing_entry){
-			.gsi = gsi, .type = KVM_IRQ_ROUTING_IRQCHIP,
-			.u.irqchip = { .irqchip = KVM_IRQCHIP_IOAPIC,
-				       .pin = gsi == 0 ? 2 : gsi },
-		};
-	}
 	for (unsigned i = 0; i < KVM_NR_MSI_ROUTES; i++) {
 		const struct kvm_msi_route *m = &vm->msi[i];
 
 		if (!m->used)
 			continue;
 		r->entries[n++] = (struct kvm_irq_routing_entry){
-			.gsi = KVM_NR_LEGACY_GSI + i, .type = KVM_IRQ_ROUTING_MSI,
+			.gsi = kvm_arch_first_msi_gsi + i, .type = KVM_IRQ_ROUTING_MSI,
+			.flags = kvm_arch_msi_devid ? KVM_MSI_VALID_DEVID : 0,
 			.u.msi = { .address_lo = (uint32_t)m->addr,
-				   .address_hi = m->addr >> 32, .data = m->data },
+				   .address_hi = m->addr >> 32, .data = m->data,
+				   .devid = kvm_arch_msi_devid ? m->devid : 0 },
 		};
 	}
 	r->nr = n;
@@ -71,14 +52,15 @@ static int kvm_routes_commit(struct kvm_vm *vm)
 static int kvm_irqfd(struct kvm_vm *vm, unsigned i, bool assign)
 {
 	struct kvm_irqfd f = {
-		.fd = vm->msi[i].efd, .gsi = KVM_NR_LEGACY_GSI + i,
+		.fd = vm->msi[i].efd, .gsi = kvm_arch_first_msi_gsi + i,
 		.flags = assign ? 0 : KVM_IRQFD_FLAG_DEASSIGN,
 	};
 
 	return ioctl(vm->vm_fd, KVM_IRQFD, &f) < 0 ? -1 : 0;
 }
 
-static int kvm_msi_route_add(void *opaque, int efd, uint64_t addr, uint32_t data)
+static int kvm_msi_route_add(void *opaque, int efd, uint64_t addr, uint32_t data,
+			     uint32_t devid)
 {
 	struct kvm_vm *vm = opaque;
 	int ret = -1;
@@ -89,6 +71,7 @@ static int kvm_msi_route_add(void *opaque, int efd, uint64_t addr, uint32_t data
 			continue;
 		vm->msi[i] = (struct kvm_msi_route){
 			.used = true, .efd = efd, .addr = addr, .data = data,
+			.devid = devid,
 		};
 		if (kvm_routes_commit(vm) == 0 && kvm_irqfd(vm, i, true) == 0) {
 			ret = i;
@@ -152,7 +135,7 @@ static const struct irq_ops kvm_irq_ops = {
 
 int kvm_irq_init(struct kvm_vm *vm)
 {
-	size_t max = KVM_NR_LEGACY_GSI + 16 + KVM_NR_MSI_ROUTES;
+	size_t max = KVM_ARCH_MAX_FIXED_ROUTES + KVM_NR_MSI_ROUTES;
 
 	pthread_mutex_init(&vm->route_lock, NULL);
 	vm->routing = calloc(1, sizeof(*vm->routing) +

@@ -12,34 +12,35 @@
 #include <unistd.h>
 
 #include "hw/machine.h"
-#include "hw/x86/pc.h"
 #include "kvm-internal.h"
 #include "util/log.h"
-
-/* KVM's real-mode helpers live in the hole, above the LAPIC page. */
-#define KVM_IDENTITY_MAP_ADDR 0xfffbc000ull
-#define KVM_TSS_ADDR 0xfffbd000ull
 
 static void kick_handler(int sig)
 {
 	(void)sig;
 }
 
-static const struct {
-	int cap;
-	const char *name;
-} required_caps[] = {
+/* What every architecture needs; kvm_arch_caps adds its own. */
+static const struct kvm_cap_req required_caps[] = {
 	{ KVM_CAP_USER_MEMORY, "USER_MEMORY" },
-	{ KVM_CAP_SET_TSS_ADDR, "SET_TSS_ADDR" },
-	{ KVM_CAP_SET_IDENTITY_MAP_ADDR, "SET_IDENTITY_MAP_ADDR" },
-	{ KVM_CAP_IRQCHIP, "IRQCHIP" },
-	{ KVM_CAP_PIT2, "PIT2" },
 	{ KVM_CAP_IRQ_ROUTING, "IRQ_ROUTING" },
 	{ KVM_CAP_IRQFD, "IRQFD" },
 	{ KVM_CAP_IOEVENTFD, "IOEVENTFD" },
-	{ KVM_CAP_EXT_CPUID, "EXT_CPUID" },
 	{ KVM_CAP_IMMEDIATE_EXIT, "IMMEDIATE_EXIT" },
 };
+
+static int check_caps(struct kvm_vm *vm, const struct kvm_cap_req *caps,
+		      unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, caps[i].cap) <= 0) {
+			error_report("this KVM lacks KVM_CAP_%s, which brisk needs",
+				     caps[i].name);
+			return -1;
+		}
+	}
+	return 0;
+}
 
 static int kvm_open(struct kvm_vm *vm)
 {
@@ -66,13 +67,9 @@ static int kvm_open(struct kvm_vm *vm)
 			     version, KVM_API_VERSION);
 		return -1;
 	}
-	for (unsigned i = 0; i < ARRAY_SIZE(required_caps); i++) {
-		if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, required_caps[i].cap) <= 0) {
-			error_report("this KVM lacks KVM_CAP_%s, which brisk needs",
-				     required_caps[i].name);
-			return -1;
-		}
-	}
+	if (check_caps(vm, required_caps, ARRAY_SIZE(required_caps)) ||
+	    check_caps(vm, kvm_arch_caps, kvm_arch_nr_caps))
+		return -1;
 	int size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 
 	if (size < (int)sizeof(struct kvm_run)) {
@@ -84,73 +81,19 @@ static int kvm_open(struct kvm_vm *vm)
 }
 
 
-/*
- * Older KVMs (Linux < 6.14) leave the TSC-deadline timer out of
- * KVM_GET_SUPPORTED_CPUID although the in-kernel LAPIC emulates it.
- * Without it the guest calibrates its LAPIC timer against the PIT, which
- * under a busy or nested host fails verification and leaves the guest
- * without high-resolution timers.
- */
-static void kvm_cpuid_add_tsc_deadline(struct kvm_vm *vm)
+static int kvm_create_vm(struct kvm_vm *vm, uint64_t ram_end)
 {
-	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) <= 0)
-		return;
-	for (unsigned i = 0; i < vm->cpuid->nent; i++)
-		if (vm->cpuid->entries[i].function == 1)
-			vm->cpuid->entries[i].ecx |= 1u << 24;
-}
+	int type = kvm_arch_vm_type(vm, ram_end);
 
-static int kvm_get_cpuid(struct kvm_vm *vm)
-{
-	for (unsigned n = 128; n <= 4096; n *= 2) {
-		/* Room to add topology leaves per vCPU later. */
-		vm->cpuid = calloc(1, sizeof(*vm->cpuid) +
-				   (n + 8) * sizeof(vm->cpuid->entries[0]));
-		if (!vm->cpuid)
-			break;
-		vm->cpuid->nent = n;
-		if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid) == 0) {
-			kvm_cpuid_add_tsc_deadline(vm);
-			return 0;
-		}
-		free(vm->cpuid);
-		vm->cpuid = NULL;
-		if (errno != E2BIG)
-			break;
-	}
-	error_report("KVM_GET_SUPPORTED_CPUID failed: %s", strerror(errno));
-	return -1;
-}
-
-static int kvm_create_vm(struct kvm_vm *vm)
-{
-	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
-	uint64_t idmap = KVM_IDENTITY_MAP_ADDR;
-	const char *what;
-
-	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	if (type < 0)
+		return -1;
+	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, (unsigned long)type);
 	if (vm->vm_fd < 0) {
-		what = "KVM_CREATE_VM";
-		goto fail;
+		error_report("KVM_CREATE_VM failed: %s", strerror(errno));
+		return -1;
 	}
 	fcntl(vm->vm_fd, F_SETFD, FD_CLOEXEC);
-	what = "KVM_SET_IDENTITY_MAP_ADDR";
-	if (ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &idmap) < 0)
-		goto fail;
-	what = "KVM_SET_TSS_ADDR";
-	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_ADDR) < 0)
-		goto fail;
-	what = "KVM_CREATE_IRQCHIP";
-	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
-		goto fail;
-	/* The dummy speaker port 0x61 lets Linux calibrate with PIT channel 2. */
-	what = "KVM_CREATE_PIT2";
-	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
-		goto fail;
-	return 0;
-fail:
-	error_report("%s failed: %s", what, strerror(errno));
-	return -1;
+	return kvm_arch_vm_init(vm);
 }
 
 static void kvm_shutdown(struct machine *m, int status, const char *why)
@@ -183,7 +126,7 @@ static void kvm_shutdown(struct machine *m, int status, const char *why)
 		abort();	/* an eventfd write of 1 cannot fail */
 }
 
-struct kvm_vm *kvm_vm_new(struct machine *m)
+struct kvm_vm *kvm_vm_new(struct machine *m, uint64_t ram_end)
 {
 	struct kvm_vm *vm = calloc(1, sizeof(*vm));
 	struct sigaction sa = { .sa_handler = kick_handler };
@@ -202,7 +145,7 @@ struct kvm_vm *kvm_vm_new(struct machine *m)
 		error_report("cannot set up vCPU signalling: %s", strerror(errno));
 		goto fail;
 	}
-	if (kvm_open(vm) || kvm_get_cpuid(vm) || kvm_create_vm(vm) ||
+	if (kvm_open(vm) || kvm_create_vm(vm, ram_end) ||
 	    kvm_irq_init(vm))
 		goto fail;
 	m->priv = vm;
@@ -250,7 +193,7 @@ int kvm_vm_add_ram(struct kvm_vm *vm, uint64_t gpa, uint64_t size)
 	return 0;
 }
 
-int kvm_vcpus_create(struct kvm_vm *vm, const struct x86_cpu_entry *entry)
+int kvm_vcpus_create(struct kvm_vm *vm, const struct cpu_entry *entry)
 {
 	unsigned n = vm->m->ncpus, max = kvm_max_vcpus(vm);
 
@@ -271,7 +214,7 @@ int kvm_vcpus_create(struct kvm_vm *vm, const struct x86_cpu_entry *entry)
 	for (unsigned i = 0; i < n; i++)
 		if (kvm_vcpu_init(vm, &vm->vcpus[i], i == 0 ? entry : NULL))
 			return -1;
-	return 0;
+	return kvm_arch_vcpus_ready(vm);
 }
 
 int kvm_vcpus_start(struct kvm_vm *vm)
@@ -335,7 +278,7 @@ void kvm_vm_free(struct kvm_vm *vm)
 		kvm_irq_fini(vm);
 	if (vm->done_fd >= 0)
 		close(vm->done_fd);
-	free(vm->cpuid);
+	kvm_arch_vm_free(vm);
 	pthread_mutex_destroy(&vm->stop_lock);
 	free(vm);
 }

@@ -67,7 +67,8 @@ static void vec_sync_route(struct msix *m, unsigned v)
 		x->route = -1;
 	}
 	if (x->route < 0)
-		x->route = ops->msi_route_add(m->irq->opaque, x->efd, addr, data);
+		x->route = ops->msi_route_add(m->irq->opaque, x->efd, addr, data,
+					      pci_requester_id(m->d));
 	if (x->route < 0)
 		error_report_once(&m->route_error_reported,
 				  "msix: cannot route vector %u (address %#llx data %#x)",

@@ -7,25 +7,30 @@
 
 struct guest_mem;
 struct machine;
-struct x86_cpu_entry;
 struct kvm_vm;
+/*
+ * Where and how the boot vCPU enters the guest.  Each board defines it
+ * (hw/x86/pc.h, hw/arm/virt.h); accel/kvm/<arch>/ loads it into a vCPU.
+ */
+struct cpu_entry;
 
 /*
  * The test guest kvm_check() runs: the board writes it into 2 MiB of RAM
  * at guest-physical 0, entered as the board enters Linux; it runs a loop
- * of loops iterations, then writes to port.
+ * of loops iterations, then writes to done_addr (an I/O port on x86, an
+ * MMIO address outside RAM elsewhere).
  */
 struct kvm_check_guest {
-	int (*load)(struct guest_mem *mem, struct x86_cpu_entry *entry);
+	int (*load)(struct guest_mem *mem, struct cpu_entry *entry);
 	unsigned loops;
-	uint16_t port;
+	uint64_t done_addr;
 };
 
 /* What backs /dev/kvm, and whether ordinary guests run there at speed. */
 struct kvm_check {
 	bool usable;
-	char module[16];	/* kvm_intel, kvm_amd, kvm_pvm; "" if unknown */
-	bool cpu_vmx, cpu_svm;	/* in the host CPU's flags */
+	char module[16];	/* kvm_intel, kvm_amd, kvm_pvm, kvm; "" if unknown */
+	char cpu_virt[16];	/* vmx, svm (host CPU flags), el2; "none" */
 	int nested_state;	/* KVM_CAP_NESTED_STATE; -1 if not asked */
 	uint64_t loop_ns;	/* the test guest's best run; 0 if none ended */
 	char why[160];		/* what went wrong running it, if anything */
@@ -40,18 +45,24 @@ struct kvm_check {
 int kvm_check(struct kvm_check *c, const struct kvm_check_guest *g);
 
 /*
- * Opens /dev/kvm and creates the VM with in-kernel IOAPIC/PIC/LAPIC and
- * PIT.  Fills m->irq, m->shutdown and m->priv.  NULL after one error line.
+ * Opens /dev/kvm and creates the VM with the architecture's in-kernel
+ * interrupt controller (x86: IOAPIC/PIC/LAPIC and PIT; arm64: none until
+ * the board calls kvm_arm_gic_create()).  Fills m->irq, m->shutdown and
+ * m->priv.  NULL after one error line.  ram_end is the highest guest
+ * address RAM will reach (arm64 sizes the guest address space by it).
  * Block SIGINT/SIGTERM/SIGHUP before any thread starts and call this
  * before starting any thread either: it installs the vCPU kick handler.
  */
-struct kvm_vm *kvm_vm_new(struct machine *m);
+struct kvm_vm *kvm_vm_new(struct machine *m, uint64_t ram_end);
 /* Largest -smp the host's KVM accepts. */
 unsigned kvm_max_vcpus(struct kvm_vm *vm);
 /* Anonymous RAM at gpa, registered with KVM and added to m->mem. */
 int kvm_vm_add_ram(struct kvm_vm *vm, uint64_t gpa, uint64_t size);
-/* Creates m->ncpus vCPUs; the first starts at entry, the others wait for SIPI. */
-int kvm_vcpus_create(struct kvm_vm *vm, const struct x86_cpu_entry *entry);
+/*
+ * Creates m->ncpus vCPUs; the first starts at entry, the others wait to
+ * be started by the guest (x86: INIT/SIPI; arm64: PSCI CPU_ON).
+ */
+int kvm_vcpus_create(struct kvm_vm *vm, const struct cpu_entry *entry);
 int kvm_vcpus_start(struct kvm_vm *vm);
 /*
  * Readable once m->shutdown() has been called; then kvm_vm_stop() joins

@@ -12,15 +12,18 @@
  * devices never know which one they run on.
  */
 struct irq_ops {
-	/* Drive a legacy interrupt line (IOAPIC pin / PIC irq) to level. */
+	/* Drive a board interrupt line (x86: GSI; arm64: SPI) to level. */
 	void (*set_irq)(void *opaque, unsigned gsi, int level);
 
 	/*
-	 * Have writes to eventfd efd deliver the MSI (addr, data).  Returns a
-	 * route handle >= 0, or -1.  route_set retargets an existing handle
-	 * (the guest rewrote an MSI-X table entry).
+	 * Have writes to eventfd efd deliver the MSI (addr, data) as sent by
+	 * the PCI function with requester id devid (bus << 8 | devfn; an ITS
+	 * translates by it).  Returns a route handle >= 0, or -1.  route_set
+	 * retargets an existing handle (the guest rewrote an MSI-X table
+	 * entry).
 	 */
-	int (*msi_route_add)(void *opaque, int efd, uint64_t addr, uint32_t data);
+	int (*msi_route_add)(void *opaque, int efd, uint64_t addr, uint32_t data,
+			     uint32_t devid);
 	int (*msi_route_set)(void *opaque, int route, uint64_t addr, uint32_t data);
 	void (*msi_route_del)(void *opaque, int route);
 

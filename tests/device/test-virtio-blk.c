@@ -93,8 +93,10 @@ static void fake_set_irq(void *o, unsigned gsi, int level)
 	(void)o; (void)gsi; (void)level;
 }
 
-static int fake_route_add(void *o, int efd, uint64_t addr, uint32_t data)
+static int fake_route_add(void *o, int efd, uint64_t addr, uint32_t data,
+			  uint32_t devid)
 {
+	(void)devid;
 	struct tmachine *t = o;
 
 	(void)addr;

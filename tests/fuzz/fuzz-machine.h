@@ -37,8 +37,10 @@ static void fm_set_irq(void *o, unsigned gsi, int level)
 	(void)o; (void)gsi; (void)level;
 }
 
-static int fm_route_add(void *o, int efd, uint64_t addr, uint32_t data)
+static int fm_route_add(void *o, int efd, uint64_t addr, uint32_t data,
+			uint32_t devid)
 {
+	(void)devid;
 	struct fuzz_machine *f = o;
 
 	(void)efd; (void)addr; (void)data;

@@ -52,6 +52,7 @@ struct fake_route {
 	int efd;
 	uint64_t addr;
 	uint32_t data;
+	uint32_t devid;
 };
 
 struct fake_irq {
@@ -62,13 +63,14 @@ struct fake_irq {
 	unsigned ioeventfd_last_len;
 };
 
-static int fake_route_add(void *opaque, int efd, uint64_t addr, uint32_t data)
+static int fake_route_add(void *opaque, int efd, uint64_t addr, uint32_t data,
+			  uint32_t devid)
 {
 	struct fake_irq *f = opaque;
 
 	for (int i = 0; i < MAX_ROUTES; i++) {
 		if (!f->r[i].used) {
-			f->r[i] = (struct fake_route){ true, efd, addr, data };
+			f->r[i] = (struct fake_route){ true, efd, addr, data, devid };
 			return i;
 		}
 	}
@@ -480,8 +482,11 @@ static void test_msix_setup(void)
 		struct fake_route *r = route_by_data(&fake, msi_data(v));
 
 		CHECK(r != NULL);
-		if (r)
+		if (r) {
 			CHECK_EQ(r->addr, MSI_ADDR);
+			/* Bus 0, function 0: the requester id is slot << 3. */
+			CHECK_EQ(r->devid, p.slot * 8);
+		}
 	}
 	/* Nothing pending yet, and the PBA is read-only. */
 	CHECK_EQ(mmio_read(p.msix_pba, 8), 0);

@@ -126,6 +126,12 @@ int pci_device_add_cap(struct pci_device *d, uint8_t id, uint8_t len);
 int pci_register_device(struct pci_bus *bus, struct pci_device *d);
 void pci_unregister_device(struct pci_device *d);
 
+/* Bus 0, function 0: what the function's MSIs are sent as. */
+static inline uint32_t pci_requester_id(const struct pci_device *d)
+{
+	return d->slot << 3;
+}
+
 /* The interrupt controller the bus was made with (MSI-X routes). */
 const struct irq_chip *pci_bus_irq(const struct pci_bus *bus);
 
