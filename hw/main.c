@@ -12,19 +12,14 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "accel/kvm-arch.h"
 #include "accel/kvm.h"
-#include "hw/acpi/acpi.h"
 #include "hw/block/virtio-blk.h"
+#include "hw/board.h"
 #include "hw/brisk-version.h"
-#include "hw/char/serial.h"
 #include "hw/cli.h"
-#include "hw/input/i8042.h"
 #include "hw/machine.h"
-#include "hw/misc/debug-exit.h"
-#include "hw/misc/pvpanic.h"
 #include "hw/pci/pci.h"
-#include "hw/x86/check-guest.h"
-#include "hw/x86/pc.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -33,14 +28,11 @@ struct brisk {
 	struct cli_opts opts;
 	struct blk_cmdline *blk;
 	bool blk_created;
-	struct pc_layout layout;
-	struct x86_boot boot;
+	const struct board_ops *ops;
+	struct board *board;
 	struct machine m;
 	struct kvm_vm *vm;
-	struct serial *serial;
-	struct i8042 *i8042;
-	struct acpi_pm *acpi_pm;
-	bool buses_ready;
+	bool bus_ready;
 	int sig_fd;
 };
 
@@ -82,51 +74,6 @@ static int block_signals(struct brisk *b)
 		return -1;
 	}
 	return 0;
-}
-
-static int machine_ram(struct brisk *b)
-{
-	if (kvm_vm_add_ram(b->vm, 0, b->layout.low_size))
-		return -1;
-	if (b->layout.high_size &&
-	    kvm_vm_add_ram(b->vm, PC_HIGH_RAM_BASE, b->layout.high_size))
-		return -1;
-	return 0;
-}
-
-static int legacy_devices(struct brisk *b)
-{
-	struct machine *m = &b->m;
-	const struct cli_opts *o = &b->opts;
-
-	b->serial = serial_com1_new(m, o->serial);
-	if (!b->serial)
-		return -1;
-	b->i8042 = i8042_new(m);
-	if (!b->i8042 || pvpanic_init(m))
-		return -1;
-	b->acpi_pm = acpi_pm_new(m);
-	if (!b->acpi_pm)
-		return -1;
-	if (o->debug_exit &&
-	    debug_exit_init(m, o->debug_exit_iobase, o->debug_exit_iosize))
-		return -1;
-	return 0;
-}
-
-static int load_guest(struct brisk *b, struct x86_cpu_entry *entry)
-{
-	struct machine *m = &b->m;
-
-	if (mptable_write(m)) {
-		error_report("cannot write the MP table");
-		return -1;
-	}
-	uint64_t rsdp = acpi_build(m, PC_ACPI_BASE, PC_ACPI_SIZE);
-
-	if (!rsdp)
-		return -1;
-	return x86_boot_load(&b->boot, m, &b->layout, rsdp, entry);
 }
 
 static int64_t now_ms(void)
@@ -175,27 +122,20 @@ static void wait_for_shutdown(struct brisk *b)
 	}
 }
 
-static const struct kvm_check_guest check_guest = {
-	.load = x86_check_guest_load,
-	.loops = X86_CHECK_LOOPS,
-	.port = X86_CHECK_PORT,
-};
-
 /* brisk --check-kvm: the facts on stdout, 0 when guests can run here. */
-static int check_kvm_report(void)
+static int check_kvm_report(const struct board_ops *ops)
 {
+	const struct kvm_check_guest *g = ops->check_guest;
 	struct kvm_check c;
-	const char *virt;
 
-	if (kvm_check(&c, &check_guest))
+	if (kvm_check(&c, g))
 		return BRISK_EXIT_FAILURE;
-	virt = c.cpu_vmx ? "vmx" : c.cpu_svm ? "svm" : "none";
 	printf("kvm-module: %s\n", c.module[0] ? c.module : "unknown");
-	printf("cpu-virt: %s\n", virt);
+	printf("cpu-virt: %s\n", c.cpu_virt);
 	printf("nested-state: %d\n", c.nested_state);
 	if (c.loop_ns)
 		printf("test-guest: %.3f ms for %u loop iterations\n",
-		       c.loop_ns / 1e6, check_guest.loops);
+		       c.loop_ns / 1e6, g->loops);
 	else
 		printf("test-guest: did not finish\n");
 	printf("usable: %s\n", c.usable ? "yes" : "no");
@@ -207,11 +147,11 @@ static int check_kvm_report(void)
  * A /dev/kvm that cannot run the guest would leave it spinning without a
  * word, for hours: say so and stop instead, unless told to go ahead.
  */
-static int kvm_refuse_unusable(void)
+static int kvm_refuse_unusable(const struct board_ops *ops)
 {
 	struct kvm_check c;
 
-	if (kvm_check(&c, &check_guest))
+	if (kvm_check(&c, ops->check_guest))
 		return -1;
 	if (c.usable)
 		return 0;
@@ -223,24 +163,21 @@ static int run(struct brisk *b)
 {
 	const struct cli_opts *o = &b->opts;
 	struct machine *m = &b->m;
-	struct x86_cpu_entry entry;
+	struct cpu_entry entry;
 
 	/* Everything the command line names is checked before /dev/kvm. */
 	if (blk_parse(b))
 		return BRISK_EXIT_FAILURE;
-	pc_layout(o->ram_size, &b->layout);
-	if (x86_boot_open(&b->boot, &b->layout, o->kernel, o->initrd, o->append))
-		return BRISK_EXIT_FAILURE;
-	if (block_signals(b))
+	b->board = b->ops->open(o);
+	if (!b->board || block_signals(b))
 		return BRISK_EXIT_FAILURE;
 
-	bus_init(&m->pio, "pio");
 	bus_init(&m->mmio, "mmio");
-	b->buses_ready = true;
+	b->bus_ready = true;
 	m->ncpus = o->ncpus;
-	if (o->kvm_check && kvm_refuse_unusable())
+	if (o->kvm_check && kvm_refuse_unusable(b->ops))
 		return BRISK_EXIT_FAILURE;
-	b->vm = kvm_vm_new(m);	/* also the in-kernel irqchip and PIT */
+	b->vm = kvm_vm_new(m, b->ops->ram_end(b->board));
 	if (!b->vm)
 		return BRISK_EXIT_FAILURE;
 	if (o->ncpus > kvm_max_vcpus(b->vm)) {
@@ -248,16 +185,12 @@ static int run(struct brisk *b)
 			     o->ncpus, kvm_max_vcpus(b->vm));
 		return BRISK_EXIT_FAILURE;
 	}
-	if (machine_ram(b) || legacy_devices(b))
-		return BRISK_EXIT_FAILURE;
-	m->pci = pci_bus_new(&m->pio, &m->mmio, &m->irq, PC_PCI_HOLE_BASE,
-			     PC_PCI_HOLE_SIZE);
-	if (!m->pci)
+	if (b->ops->init(b->board, m, b->vm) || b->ops->devices(b->board, m))
 		return BRISK_EXIT_FAILURE;
 	b->blk_created = true;
 	if (blk_devices_create(b->blk, m))
 		return BRISK_EXIT_FAILURE;
-	if (load_guest(b, &entry) || kvm_vcpus_create(b->vm, &entry) ||
+	if (b->ops->load(b->board, m, &entry) || kvm_vcpus_create(b->vm, &entry) ||
 	    kvm_vcpus_start(b->vm))
 		return BRISK_EXIT_FAILURE;
 	wait_for_shutdown(b);
@@ -283,17 +216,14 @@ static int teardown(struct brisk *b, int status)
 		blk_devices_destroy(b->blk);
 	if (b->m.pci)
 		pci_bus_free(b->m.pci);
-	acpi_pm_free(b->acpi_pm);
-	i8042_free(b->i8042);
-	serial_free(b->serial);
+	/* Device threads may raise interrupts until they are gone. */
+	if (b->board)
+		b->ops->free(b->board, &b->m);
 	kvm_vm_free(b->vm);
-	if (b->buses_ready) {
-		bus_destroy(&b->m.pio);
+	if (b->bus_ready)
 		bus_destroy(&b->m.mmio);
-	}
 	if (b->blk)
 		blk_cmdline_free(b->blk);
-	x86_boot_close(&b->boot);
 	if (status != BRISK_EXIT_OK && reason[0])
 		error_report("%s", reason);
 	return status;
@@ -308,7 +238,7 @@ int main(int argc, char **argv)
 		return BRISK_EXIT_FAILURE;
 	}
 	b->sig_fd = -1;
-	b->boot.initrd_fd = -1;
+	b->ops = board_ops();
 	int status;
 
 	if (cli_parse(argc, argv, &b->opts)) {
@@ -321,7 +251,7 @@ int main(int argc, char **argv)
 		return BRISK_EXIT_OK;
 	}
 	if (b->opts.action == CLI_CHECK_KVM || b->opts.action == CLI_ACCEL_HELP) {
-		status = b->opts.action == CLI_CHECK_KVM ? check_kvm_report() :
+		status = b->opts.action == CLI_CHECK_KVM ? check_kvm_report(b->ops) :
 			 (puts("kvm"), BRISK_EXIT_OK);
 		free(b);
 		return status;

@@ -33,20 +33,22 @@ static const struct bus_ops debug_exit_ops = {
 	.write = debug_exit_write,
 };
 
-int debug_exit_init(struct machine *m, uint16_t iobase, uint16_t iosize)
+int debug_exit_init(struct machine *m, struct bus *bus, uint64_t base,
+		    unsigned size)
 {
-	if (iosize != 1 && iosize != 2 && iosize != 4) {
-		error_report("isa-debug-exit: iosize must be 1, 2 or 4, not %u", iosize);
+	if (size != 1 && size != 2 && size != 4) {
+		error_report("debug-exit: size must be 1, 2 or 4, not %u", size);
 		return -1;
 	}
-	if ((uint32_t)iobase + iosize > 0x10000) {
-		error_report("isa-debug-exit: ports 0x%x+%u run past 0xffff",
-			     iobase, iosize);
+	if (bus == &m->pio && base + size > 0x10000) {
+		error_report("isa-debug-exit: ports 0x%llx+%u run past 0xffff",
+			     (unsigned long long)base, size);
 		return -1;
 	}
-	if (bus_register(&m->pio, iobase, iosize, &debug_exit_ops, m) < 0) {
-		error_report("isa-debug-exit: ports 0x%x-0x%x are taken", iobase,
-			     iobase + iosize - 1);
+	if (bus_register(bus, base, size, &debug_exit_ops, m) < 0) {
+		error_report("debug-exit: %s %#llx-%#llx is taken", bus->name,
+			     (unsigned long long)base,
+			     (unsigned long long)(base + size - 1));
 		return -1;
 	}
 	return 0;

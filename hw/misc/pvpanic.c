@@ -26,10 +26,14 @@ static const struct bus_ops pvpanic_ops = {
 	.write = pvpanic_write,
 };
 
-int pvpanic_init(struct machine *m)
+int pvpanic_init(struct machine *m, struct bus *bus, uint64_t base)
 {
-	if (bus_register(&m->pio, PVPANIC_IOPORT, 1, &pvpanic_ops, m) < 0) {
-		error_report("pvpanic: port 0x%x is taken", PVPANIC_IOPORT);
+	/* One byte as an ISA port; a page on MMIO, as QEMU's pvpanic-mmio. */
+	uint64_t len = bus == &m->mmio ? PVPANIC_MMIO_SIZE : 1;
+
+	if (bus_register(bus, base, len, &pvpanic_ops, m) < 0) {
+		error_report("pvpanic: %s %#llx is taken", bus->name,
+			     (unsigned long long)base);
 		return -1;
 	}
 	return 0;

@@ -340,7 +340,7 @@ static int write_boot_params(struct x86_boot *b, struct machine *m,
 	return guest_mem_write(&m->mem, BOOT_PARAMS, bp, sizeof(bp)) ? 0 : -1;
 }
 
-static int write_cpu_tables(struct guest_mem *mem, struct x86_cpu_entry *e)
+static int write_cpu_tables(struct guest_mem *mem, struct cpu_entry *e)
 {
 	static const uint64_t gdt[] = {
 		0, 0,
@@ -370,7 +370,7 @@ static int write_cpu_tables(struct guest_mem *mem, struct x86_cpu_entry *e)
 
 int x86_boot_load(struct x86_boot *b, struct machine *m,
 		  const struct pc_layout *l, uint64_t rsdp,
-		  struct x86_cpu_entry *entry)
+		  struct cpu_entry *entry)
 {
 	if (!guest_mem_write(&m->mem, b->load_addr, b->image + b->setup_size,
 			     b->image_size - b->setup_size) ||
@@ -389,7 +389,7 @@ int x86_boot_load(struct x86_boot *b, struct machine *m,
 extern const uint8_t x86_check_code[], x86_check_code_end[];
 
 /* The same GDT, page tables and entry state as a kernel gets. */
-int x86_check_guest_load(struct guest_mem *mem, struct x86_cpu_entry *entry)
+int x86_check_guest_load(struct guest_mem *mem, struct cpu_entry *entry)
 {
 	if (!guest_mem_write(mem, X86_CHECK_ENTRY, x86_check_code,
 			     x86_check_code_end - x86_check_code) ||

@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size };
 	struct machine m = { 0 };
-	struct x86_cpu_entry entry;
+	struct cpu_entry entry;
 	struct pc_layout l;
 	struct x86_boot b;
 	char initrd[64], *cmdline;

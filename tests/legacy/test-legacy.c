@@ -336,11 +336,11 @@ static void test_debug_exit(void)
 	struct test_board b;
 
 	board_init(&b, 1);
-	CHECK(debug_exit_init(&b.m, 0xf4, 3) == -1);
-	CHECK(debug_exit_init(&b.m, 0xffff, 2) == -1);
-	CHECK(debug_exit_init(&b.m, 0xf4, 1) == 0);
-	CHECK(debug_exit_init(&b.m, 0xf4, 1) == -1);	/* taken */
-	CHECK(debug_exit_init(&b.m, 0x510, 2) == 0);
+	CHECK(debug_exit_init(&b.m, &b.m.pio, 0xf4, 3) == -1);
+	CHECK(debug_exit_init(&b.m, &b.m.pio, 0xffff, 2) == -1);
+	CHECK(debug_exit_init(&b.m, &b.m.pio, 0xf4, 1) == 0);
+	CHECK(debug_exit_init(&b.m, &b.m.pio, 0xf4, 1) == -1);	/* taken */
+	CHECK(debug_exit_init(&b.m, &b.m.pio, 0x510, 2) == 0);
 	CHECK(inb(&b, 0xf4) == 0);
 	CHECK(take_status(&b) == NO_SHUTDOWN);
 	outb(&b, 0xf4, 1);
@@ -359,7 +359,7 @@ static void test_pvpanic(void)
 	struct test_board b;
 
 	board_init(&b, 1);
-	CHECK(pvpanic_init(&b.m) == 0);
+	CHECK(pvpanic_init(&b.m, &b.m.pio, PVPANIC_IOPORT) == 0);
 	CHECK(inb(&b, 0x505) == 0x03);
 	outb(&b, 0x505, 0x02);			/* crash kernel loaded: carry on */
 	CHECK(take_status(&b) == NO_SHUTDOWN);

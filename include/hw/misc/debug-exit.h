@@ -4,12 +4,15 @@
 
 #include <stdint.h>
 
+struct bus;
 struct machine;
 
 /*
- * isa-debug-exit, as QEMU's: a write of V at [iobase, iobase + iosize) ends
- * brisk with status (V << 1) | 1.  iosize is 1, 2 or 4.  Reads return 0.
+ * isa-debug-exit, as QEMU's: a write of V at [base, base + size) on bus
+ * ends brisk with status (V << 1) | 1.  size is 1, 2 or 4.  Reads return
+ * 0.  The PC puts it on I/O ports; boards without them on MMIO.
  */
-int debug_exit_init(struct machine *m, uint16_t iobase, uint16_t iosize);
+int debug_exit_init(struct machine *m, struct bus *bus, uint64_t base,
+		    unsigned size);
 
 #endif

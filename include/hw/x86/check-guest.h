@@ -12,9 +12,9 @@
 
 #ifndef __ASSEMBLER__
 struct guest_mem;
-struct x86_cpu_entry;
+struct cpu_entry;
 
-int x86_check_guest_load(struct guest_mem *mem, struct x86_cpu_entry *entry);
+int x86_check_guest_load(struct guest_mem *mem, struct cpu_entry *entry);
 #endif
 
 #endif

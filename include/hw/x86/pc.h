@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "accel/kvm-x86.h"
+
 struct machine;
 
 /*
@@ -37,14 +39,6 @@ struct pc_layout {
 
 void pc_layout(uint64_t ram_size, struct pc_layout *l);
 
-/* Where and how the boot vCPU starts: 64-bit mode, flat segments. */
-struct x86_cpu_entry {
-	uint64_t rip, rsi, cr3;
-	uint64_t gdt_base;
-	uint16_t gdt_limit;
-	uint16_t cs, ds;
-};
-
 /*
  * The Linux x86 boot protocol.  x86_boot_open() reads and checks the files
  * and plans where everything goes; it needs no VM, so command-line mistakes
@@ -66,7 +60,7 @@ int x86_boot_open(struct x86_boot *b, const struct pc_layout *l,
 		  const char *kernel, const char *initrd, const char *cmdline);
 int x86_boot_load(struct x86_boot *b, struct machine *m,
 		  const struct pc_layout *l, uint64_t rsdp,
-		  struct x86_cpu_entry *entry);
+		  struct cpu_entry *entry);
 /*
  * x86_boot_open() for a kernel already in memory: image was malloc'd and
  * belongs to b from now on, even on failure (x86_boot_close() frees it);
