@@ -215,6 +215,7 @@ enum opt_id {
 	OPT_KERNEL, OPT_INITRD, OPT_APPEND, OPT_M, OPT_SMP, OPT_SERIAL,
 	OPT_DEVICE, OPT_DRIVE, OPT_NAME, OPT_TIMEOUT, OPT_NOGRAPHIC,
 	OPT_NOREBOOT, OPT_HELP, OPT_VERSION, OPT_ACCEL, OPT_CHECK_KVM,
+	OPT_DTB,
 };
 
 static const struct {
@@ -232,6 +233,7 @@ static const struct {
 	{ "h", OPT_HELP, false }, { "help", OPT_HELP, false },
 	{ "version", OPT_VERSION, false },
 	{ "accel", OPT_ACCEL, true }, { "check-kvm", OPT_CHECK_KVM, false },
+	{ "dtb", OPT_DTB, true },
 };
 
 static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
@@ -239,6 +241,7 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
 	switch (id) {
 	case OPT_KERNEL: o->kernel = arg; return 0;
 	case OPT_INITRD: o->initrd = arg; return 0;
+	case OPT_DTB: o->dtb = arg; return 0;
 	case OPT_APPEND: o->append = arg; return 0;
 	case OPT_NAME: o->name = arg; return 0;
 	case OPT_M: return parse_mem(arg, o);

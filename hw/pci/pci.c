@@ -205,18 +205,54 @@ static void pci_config_write(struct pci_device *d, unsigned off, uint32_t val,
 		d->config_access(d, off, len, true);
 }
 
+/* Bus 0, function 0 only; multi-function devices are not modelled. */
+static struct pci_device *pci_function(struct pci_bus *bus, unsigned devfn)
+{
+	return devfn & 7 ? NULL : bus->slot[devfn >> 3];
+}
+
+uint32_t pci_bus_config_read(struct pci_bus *bus, unsigned devfn, unsigned reg,
+			     unsigned len)
+{
+	uint32_t v = len == 4 ? 0xffffffffu : (1u << (len * 8)) - 1;
+	struct pci_device *d;
+
+	if (reg % len || reg + len > PCI_CFG_SPACE_SIZE || devfn > 0xff) {
+		/* Extended space is empty: its first header reads 0, ending the list. */
+		return reg >= PCI_CFG_SPACE_SIZE && reg < PCI_EXT_CFG_SPACE_SIZE &&
+		       devfn <= 0xff && pci_function(bus, devfn) ? 0 : v;
+	}
+	pthread_mutex_lock(&bus->lock);
+	d = pci_function(bus, devfn);
+	if (d)
+		v = pci_config_read(d, reg, len);
+	pthread_mutex_unlock(&bus->lock);
+	return v;
+}
+
+void pci_bus_config_write(struct pci_bus *bus, unsigned devfn, unsigned reg,
+			  uint32_t val, unsigned len)
+{
+	struct pci_device *d;
+
+	if (reg % len || reg + len > PCI_CFG_SPACE_SIZE || devfn > 0xff)
+		return;
+	pthread_mutex_lock(&bus->lock);
+	d = pci_function(bus, devfn);
+	if (d)
+		pci_config_write(d, reg, val, len);
+	pthread_mutex_unlock(&bus->lock);
+}
+
 /* The device CONFIG_ADDRESS selects, or NULL; register offset in *reg. */
 static struct pci_device *pci_selected(struct pci_bus *bus, unsigned *reg)
 {
 	uint32_t a = bus->config_address;
 
-	if (!(a & 0x80000000u))
-		return NULL;
-	/* Bus 0, function 0 only; multi-function devices are not modelled. */
-	if ((a >> 16) & 0xff || (a >> 8) & 0x7)
+	if (!(a & 0x80000000u) || (a >> 16) & 0xff)
 		return NULL;
 	*reg = a & 0xfc;
-	return bus->slot[(a >> 11) & 0x1f];
+	return pci_function(bus, (a >> 8) & 0xff);
 }
 
 static uint64_t cfg_addr_read(void *opaque, uint64_t off, unsigned size)
@@ -313,6 +349,8 @@ struct pci_bus *pci_bus_new(struct bus *pio, struct bus *mmio,
 		goto fail;
 	assert(bus->host.slot == 0);
 
+	if (!pio)
+		return bus;
 	if (bus_register(pio, PCI_CONFIG_ADDRESS, 4, &cfg_addr_ops, bus) < 0)
 		goto fail;
 	if (bus_register(pio, PCI_CONFIG_DATA, 4, &cfg_data_ops, bus) < 0) {
@@ -331,8 +369,10 @@ void pci_bus_free(struct pci_bus *bus)
 {
 	if (!bus)
 		return;
-	bus_unregister(bus->pio, PCI_CONFIG_DATA, bus);
-	bus_unregister(bus->pio, PCI_CONFIG_ADDRESS, bus);
+	if (bus->pio) {
+		bus_unregister(bus->pio, PCI_CONFIG_DATA, bus);
+		bus_unregister(bus->pio, PCI_CONFIG_ADDRESS, bus);
+	}
 	for (unsigned i = 0; i < PCI_MAX_SLOTS; i++)
 		if (bus->slot[i])
 			pci_unregister_device(bus->slot[i]);

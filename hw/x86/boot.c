@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hw/loader.h"
 #include "hw/machine.h"
 #include "hw/x86/check-guest.h"
 #include "hw/x86/pc.h"
@@ -272,23 +273,8 @@ void x86_boot_close(struct x86_boot *b)
 static int load_initrd(struct x86_boot *b, struct machine *m)
 {
 	uint8_t *dst = guest_mem_ptr(&m->mem, b->initrd_addr, b->initrd_size);
-	uint64_t done = 0;
 
-	if (!dst)
-		return -1;
-	while (done < b->initrd_size) {
-		ssize_t n = pread(b->initrd_fd, dst + done, b->initrd_size - done, done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			error_report("cannot read initrd: %s",
-				     n ? strerror(errno) : "file shrank");
-			return -1;
-		}
-		done += n;
-	}
-	return 0;
+	return dst ? loader_pread_all("initrd", b->initrd_fd, dst, b->initrd_size) : -1;
 }
 
 static unsigned add_e820(uint8_t *bp, unsigned n, uint64_t addr, uint64_t size,

@@ -52,6 +52,12 @@ static struct board *pc_open(const struct cli_opts *o)
 	}
 	b->opts = o;
 	b->boot.initrd_fd = -1;
+	if (o->dtb) {
+		error_report("-dtb: the x86 board is described by ACPI, not a "
+			     "device tree");
+		free(b);
+		return NULL;
+	}
 	pc_layout(o->ram_size, &b->layout);
 	if (x86_boot_open(&b->boot, &b->layout, o->kernel, o->initrd, o->append)) {
 		x86_boot_close(&b->boot);

@@ -27,6 +27,8 @@ struct cli_blk_arg {
 struct cli_opts {
 	enum cli_action action;
 	const char *kernel, *initrd, *append, *name;
+	const char *dtb;		/* -dtb: boot with this device tree */
+	const char *dumpdtb;		/* -machine dumpdtb=: write it, exit */
 	const char *serial;
 	uint64_t ram_size;
 	unsigned ncpus;

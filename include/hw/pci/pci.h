@@ -10,14 +10,36 @@
 
 /*
  * PCI bus 0 behind a host bridge at 00:00.0, configured through type-1
- * access on ports 0xcf8/0xcfc of pio.  BARs are placed by brisk (there is
- * no firmware) inside the MMIO window [mmio_base, mmio_base + mmio_size),
- * which the board keeps out of RAM and out of the e820 RAM entries.
+ * access on ports 0xcf8/0xcfc of pio (pio NULL: none; the board attaches
+ * ECAM instead, pci_ecam_new()).  BARs are placed by brisk (there is no
+ * firmware) inside the MMIO window [mmio_base, mmio_base + mmio_size),
+ * which the board keeps out of RAM and tells the guest about.
  */
 struct pci_bus *pci_bus_new(struct bus *pio, struct bus *mmio,
 			    const struct irq_chip *irq,
 			    uint64_t mmio_base, uint64_t mmio_size);
 void pci_bus_free(struct pci_bus *bus);
+
+/*
+ * A config access to function devfn (slot << 3 | function) of bus 0, as
+ * any mechanism decodes it: len 1, 2 or 4, aligned to len.  Registers
+ * past the 256 bytes brisk models read as 0 up to 4 KiB (no extended
+ * capabilities) and ignore writes; an absent function reads all ones.
+ */
+uint32_t pci_bus_config_read(struct pci_bus *bus, unsigned devfn, unsigned reg,
+			     unsigned len);
+void pci_bus_config_write(struct pci_bus *bus, unsigned devfn, unsigned reg,
+			  uint32_t val, unsigned len);
+
+/*
+ * PCIe enhanced configuration access (ECAM) for bus 0: 1 MiB at base on
+ * mmio, reg = offset & 0xfff, devfn = (offset >> 12) & 0xff.
+ */
+#define PCI_ECAM_BUS_SIZE (1ull << 20)
+struct pci_ecam;
+struct pci_ecam *pci_ecam_new(struct pci_bus *bus, struct bus *mmio,
+			      uint64_t base);
+void pci_ecam_free(struct pci_ecam *e);
 
 /* Type-1 configuration mechanism. */
 #define PCI_CONFIG_ADDRESS 0xcf8
@@ -49,6 +71,7 @@ void pci_bus_free(struct pci_bus *bus);
 #define PCI_CAP_ID_MSIX 0x11
 
 #define PCI_CFG_SPACE_SIZE 256
+#define PCI_EXT_CFG_SPACE_SIZE 4096
 #define PCI_NUM_BARS 6
 #define PCI_MAX_SLOTS 32
 
