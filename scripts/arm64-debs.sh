@@ -26,6 +26,8 @@ for p in libfdt-dev busybox-static "$kpkg"; do
 		apt-get download "$p:arm64" >&2) ||
 		{ echo "arm64-debs: cannot download $p:arm64" >&2; exit 1; }
 	dpkg-deb -x "$dir/debs/${p}_"*_arm64.deb "$dir/root"
+	# The package's postinst would have listed module dependencies.
+	case $p in linux-image-*) depmod -b "$dir/root" "${p#linux-image-}" ;; esac
 	: >"$dir/root/.$p"
 done
 echo "$dir"

@@ -22,12 +22,6 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-/*
- * Hardware runs the loop in well under a millisecond, a nested host
- * under QEMU's TCG (emulated SVM) in 1.5 to 11 ms, kvm_pvm's emulator in
- * 125 to 150 ms: the limit sits where neither side comes near it.
- */
-#define CHECK_LIMIT_NS (20 * 1000000ull)
 /* Past this a run is cut short: no answer in time is an answer too. */
 #define CHECK_RUN_CAP_NS (300 * 1000000ull)
 #define CHECK_TRIES 3
@@ -107,7 +101,7 @@ static void judge(struct kvm_check *c, const struct kvm_check_guest *g,
 	char took[200];
 
 	c->loop_ns = best > 0 ? (uint64_t)best : 0;
-	c->usable = !c->why[0] && best > 0 && (uint64_t)best <= CHECK_LIMIT_NS;
+	c->usable = !c->why[0] && best > 0 && (uint64_t)best <= kvm_arch_check_limit_ns;
 	if (c->why[0])
 		snprintf(took, sizeof(took), "%s", c->why);
 	else if (best > 0)
@@ -138,7 +132,7 @@ static void judge(struct kvm_check *c, const struct kvm_check_guest *g,
 static bool worth_another(int64_t best)
 {
 	/* A run cut short at the cap is answer enough; so is a fast one. */
-	return best > 0 && (uint64_t)best > CHECK_LIMIT_NS;
+	return best > 0 && (uint64_t)best > kvm_arch_check_limit_ns;
 }
 
 static int check_guest(struct kvm_check *c, const struct kvm_check_guest *g)

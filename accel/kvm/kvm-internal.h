@@ -93,6 +93,8 @@ int kvm_arch_set_entry(struct kvm_vcpu *v, const struct cpu_entry *entry);
 bool kvm_arch_vcpu_exit(struct kvm_vcpu *v);
 /* The hardware feature ordinary guests need, in words ("VT-x/AMD-V"). */
 extern const char kvm_arch_hw_virt[];
+/* The test guest's loop time above which ordinary guests are too slow. */
+extern const uint64_t kvm_arch_check_limit_ns;
 /* Whether the exit in v->run is the test guest's write to addr. */
 bool kvm_arch_check_done(const struct kvm_vcpu *v, uint64_t addr);
 /* Fills c->module and c->cpu_virt from what the host shows. */

@@ -107,14 +107,16 @@ int kvm_arm_gic_create(struct kvm_vm *vm, const struct kvm_arm_gic_layout *l)
 	a->nr_irqs = l->nr_irqs;
 	if (!l->its_base)
 		return 0;
-	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MSI_DEVID) <= 0) {
-		error_report("this KVM lacks KVM_CAP_MSI_DEVID, which the ITS needs");
-		return -1;
-	}
 	what = "KVM_CREATE_DEVICE(VGIC_ITS)";
 	a->its_fd = create_device(vm, KVM_DEV_TYPE_ARM_VGIC_ITS);
 	if (a->its_fd < 0)
 		goto fail;
+	/* The VM asks for device ids in MSI routes once it has an ITS. */
+	if (ioctl(vm->vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MSI_DEVID) <= 0) {
+		error_report("this KVM's ITS takes no device ids in MSI routes "
+			     "(KVM_CAP_MSI_DEVID)");
+		return -1;
+	}
 	what = "the ITS address";
 	if (device_attr(a->its_fd, KVM_DEV_ARM_VGIC_GRP_ADDR,
 			KVM_VGIC_ITS_ADDR_TYPE, &l->its_base) < 0)

@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Shared by with-kvm and mkinitrd: find the newest installed kernel and turn
 # module names into an ordered list of .ko files (dependencies first), so an
-# initramfs init can load them with a plain busybox insmod.
+# initramfs init can load them with a plain busybox insmod.  KMOD_ROOT
+# (default empty: this system) is where /boot and /lib/modules are looked
+# up, e.g. an unpacked foreign-architecture kernel package.
 
 # Newest kernel that has both an image in /boot and its modules installed.
 kmod_newest_kver() {
 	local img v best=
-	for img in /boot/vmlinuz-*; do
+	for img in "${KMOD_ROOT:-}"/boot/vmlinuz-*; do
 		[ -e "$img" ] || continue
-		v=${img#/boot/vmlinuz-}
-		[ -f "/lib/modules/$v/modules.dep" ] || continue
+		v=${img#"${KMOD_ROOT:-}"/boot/vmlinuz-}
+		[ -f "${KMOD_ROOT:-}/lib/modules/$v/modules.dep" ] || continue
 		best=$(printf '%s\n%s\n' "$best" "$v" | sed '/^$/d' | sort -V | tail -n 1)
 	done
 	[ -n "$best" ] || return 1
@@ -21,7 +23,7 @@ kmod_newest_kver() {
 # Built-in modules are skipped; an unknown name is an error.
 kmod_resolve() {
 	local kver=$1; shift
-	local dir=/lib/modules/$kver
+	local dir=${KMOD_ROOT:-}/lib/modules/$kver
 	awk -v want="$*" -v builtin="$dir/modules.builtin" '
 	function norm(p,  b) {
 		b = p; sub(/.*\//, "", b); sub(/\.ko(\.[a-z]+)?$/, "", b)
@@ -54,7 +56,7 @@ kmod_resolve() {
 # kmod_copy KVER RELPATH DESTDIR : copies one module into DESTDIR as
 # NAME.ko, decompressing it since busybox insmod wants a plain ELF.
 kmod_copy() {
-	local src=/lib/modules/$1/$2 dst
+	local src=${KMOD_ROOT:-}/lib/modules/$1/$2 dst
 	dst=$3/$(basename "$2"); dst=${dst%.xz}; dst=${dst%.zst}; dst=${dst%.gz}
 	case $2 in
 	*.xz) xz -dc "$src" >"$dst" ;;
