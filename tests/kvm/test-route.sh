@@ -9,6 +9,7 @@
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../include/tap.sh"
+. "$here/lib/arch.sh"
 . "$here/lib/route.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -50,6 +51,18 @@ tap_check "auto, no /dev/kvm: says so" has "$ROUTE_WHY" "no $tmp/none here"
 kvm_route auto BRISK_WITH_KVM= "$tmp/no-brisk" "$dev"
 tap_check "auto, no brisk to check with: nested" [ "$ROUTE" = nested ]
 tap_check "auto, no brisk to check with: says so" has "$ROUTE_WHY" "no brisk at"
+
+# A brisk for the other architecture: only its ELF header matters.
+other=$tmp/other
+if [ "$(host_arch)" = arm64 ]; then em='\076\000' oarch=x86_64; else em='\267\000' oarch=arm64; fi
+{ printf '\177ELF\002\001\001'; head -c 11 /dev/zero; printf "$em"; head -c 44 /dev/zero; } >"$other"
+tap_check "the stand-in reads as an $oarch binary" [ "$(elf_arch "$other")" = "$oarch" ]
+kvm_route auto BRISK_WITH_KVM= "$other" "$dev"
+tap_check "auto, $oarch brisk: nested" [ "$ROUTE" = nested ]
+tap_check "auto, $oarch brisk: says why" has "$ROUTE_WHY" "an $oarch binary"
+kvm_route native --native "$other" "$dev"
+tap_check "forced native, $oarch brisk: refused" [ $? -ne 0 ]
+tap_check "forced native, $oarch brisk: says why" has "$ROUTE_WHY" "is an $oarch binary"
 
 rm -f "$good.calls"
 kvm_route nested BRISK_WITH_KVM=nested "$good" "$dev"

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Shared by with-kvm and the benchmarks: where do guests run?  Natively
+# Shared by with-kvm and the benchmarks (source lib/arch.sh first): where
+# do guests run?  Natively
 # only where brisk's own check (brisk --check-kvm) finds that /dev/kvm runs
 # an ordinary guest; otherwise in the nested host.  A /dev/kvm that merely
 # opens proves nothing: kvm_pvm, for one, answers every query and then
@@ -12,8 +13,26 @@
 #   /dev/kvm.  Sets ROUTE (native|nested) and ROUTE_WHY (one line saying
 #   why).  Returns 1 (ROUTE_WHY says why) when a route cannot be taken.
 kvm_route() {
-	local forced=$1 source=$2 brisk=$3 dev=${4:-/dev/kvm} out rc verdict
+	local forced=$1 source=$2 brisk=$3 dev=${4:-/dev/kvm} out rc verdict arch
 	ROUTE= ROUTE_WHY=
+	# KVM runs guests of its own architecture only: a brisk built for
+	# another (an arm64 one on an x86-64 host) runs in the nested host of
+	# its architecture, whatever /dev/kvm here can do.
+	arch=$(elf_arch "$brisk" 2>/dev/null) || arch=$(host_arch)
+	if [ "$arch" != "$(host_arch)" ]; then
+		case $forced in
+		native)
+			ROUTE_WHY="native route forced by $source, but $brisk is an $arch binary and this host is $(host_arch)"
+			return 1 ;;
+		nested|auto|'') ;;
+		*)
+			ROUTE_WHY="$source: unknown route '$forced' (native, nested or auto)"
+			return 1 ;;
+		esac
+		ROUTE=nested
+		ROUTE_WHY="$brisk is an $arch binary on this $(host_arch) host: using the nested $arch host"
+		return 0
+	fi
 	case $forced in
 	native)
 		if [ ! -e "$dev" ]; then
