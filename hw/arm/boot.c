@@ -159,15 +159,3 @@ void arm_boot_close(struct arm_boot *b)
 	b->image = b->dtb = NULL;
 	b->initrd_fd = -1;
 }
-
-extern const uint8_t arm_check_code[], arm_check_code_end[];
-
-/* Entered as a kernel is: EL1, MMU off, x0 the loop count. */
-int arm_check_guest_load(struct guest_mem *mem, struct cpu_entry *entry)
-{
-	if (!guest_mem_write(mem, ARM_CHECK_ENTRY, arm_check_code,
-			     arm_check_code_end - arm_check_code))
-		return -1;
-	*entry = (struct cpu_entry){ .pc = ARM_CHECK_ENTRY, .x0 = ARM_CHECK_LOOPS };
-	return 0;
-}

@@ -45,11 +45,13 @@ static void prop_u32(struct fdt_w *f, const char *name, uint32_t v)
 static void prop_cells(struct fdt_w *f, const char *name, const uint32_t *c,
 		       unsigned n)
 {
-	fdt32_t be[64];
+	fdt32_t *be;
+	int ret = fdt_property_placeholder(f->fdt, name, n * sizeof(*be),
+					   (void **)&be);
 
-	for (unsigned i = 0; i < n && i < 64; i++)
+	w(f, ret);
+	for (unsigned i = 0; ret == 0 && i < n; i++)
 		be[i] = cpu_to_fdt32(c[i]);
-	w(f, fdt_property(f->fdt, name, be, n * sizeof(be[0])));
 }
 
 /* reg = <base size> with two cells each. */

@@ -23,6 +23,7 @@
 #include "hw/misc/pvpanic.h"
 #include "hw/pci/pci.h"
 #include "hw/rtc/pl031.h"
+#include "util/guest-mem.h"
 #include "util/log.h"
 
 struct board {
@@ -184,6 +185,18 @@ static void virt_free(struct board *b, struct machine *m)
 	arm_boot_close(&b->boot);
 	free(b->fdt);
 	free(b);
+}
+
+extern const uint8_t arm_check_code[], arm_check_code_end[];
+
+/* Entered as a kernel is: EL1, MMU off, x0 the loop count. */
+int arm_check_guest_load(struct guest_mem *mem, struct cpu_entry *entry)
+{
+	if (!guest_mem_write(mem, ARM_CHECK_ENTRY, arm_check_code,
+			     arm_check_code_end - arm_check_code))
+		return -1;
+	*entry = (struct cpu_entry){ .pc = ARM_CHECK_ENTRY, .x0 = ARM_CHECK_LOOPS };
+	return 0;
 }
 
 static const struct kvm_check_guest virt_check_guest = {

@@ -13,7 +13,8 @@
 # byte), a reset by the guest driver (PCI unbind and bind) with I/O in
 # flight, and a status write of 0 behind the driver's back, which leaves
 # requests in flight inside brisk when it resets.  All boots share one with-kvm host.  Output is TAP.  --only runs
-# one boot: split, packed, durable or reset.
+# one boot: split, packed, durable or reset.  An arm64 brisk boots Debian's
+# arm64 kernel, in the nested arm64 host unless this host runs it natively.
 
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,6 +37,9 @@ need() { # need TOOL PACKAGE
 }
 
 case $only in ''|split|packed|durable|reset) ;; *) die "--only: no boot named $only" ;; esac
+. "$here/lib/arch.sh"
+arch=$(host_arch)
+[ -n "$brisk" ] && arch=$(elf_arch "$brisk" 2>/dev/null || host_arch)
 
 if [ -z "$inner" ]; then
 	# Host side: everything that needs no /dev/kvm.
@@ -48,8 +52,9 @@ if [ -z "$inner" ]; then
 	need timeout coreutils
 	if [ -z "$kernel" ]; then
 		. "$here/lib/kmod.sh"
-		kver=$(kmod_newest_kver) || die "no kernel in /boot; run: apt-get install linux-image-amd64"
-		kernel=/boot/vmlinuz-$kver
+		KMOD_ROOT=$(arch_root "$arch") || exit 1
+		kver=$(kmod_newest_kver) || die "no $arch kernel; run: apt-get install $(arch_kernel_pkg "$arch")"
+		kernel=$KMOD_ROOT/boot/vmlinuz-$kver
 	fi
 	[ -r "$kernel" ] || die "cannot read kernel $kernel"
 	mkdir -p "$outdir" && outdir=$(realpath "$outdir") || exit 1
@@ -57,7 +62,7 @@ if [ -z "$inner" ]; then
 	for p in pa pb pc; do
 		head -c 1048576 /dev/urandom >"$outdir/$p" || die "cannot write $outdir/$p"
 	done
-	"$here/mkinitrd" -o "$outdir/blk-guest.img" -i "$here/blk-init.sh" \
+	"$here/mkinitrd" -a "$arch" -o "$outdir/blk-guest.img" -i "$here/blk-init.sh" \
 		-f "$outdir/pa:/pat/pa" -f "$outdir/pb:/pat/pb" -f "$outdir/pc:/pat/pc" || exit 1
 	cd "$outdir" || exit 1
 	exec "$here/with-kvm" --whole-stdout --timeout "${BRISK_BLK_TESTS_TIMEOUT:-480}" \
@@ -66,6 +71,11 @@ fi
 
 # ---- inside with-kvm -------------------------------------------------------
 initrd=$outdir/blk-guest.img
+# In the nested arm64 host brisk starts through remote-run, and SIGKILL
+# reaches it as SIGUSR1 to remote-run.
+run=(${BRISK_WITH_KVM_RUN:+"$BRISK_WITH_KVM_RUN"})
+kill_sig=${BRISK_WITH_KVM_SIGKILL:-KILL}
+console=$(arch_console "$arch")
 # Bounds one boot should it hang; a nested boot takes about 40 s.
 guard_s=${BRISK_BLK_TESTS_GUARD:-120}
 MiB=1048576
@@ -109,11 +119,11 @@ run_vm_once() {
 	fifo=$(mktemp -u "${TMPDIR:-/tmp}/blk-tests.XXXXXX") && mkfifo "$fifo" || die "mkfifo failed"
 	echo "# $name: brisk $*"
 	: >"$log"
-	"$brisk" -kernel "$kernel" -initrd "$initrd" -timeout "$guard_s" "$@" \
+	"${run[@]}" "$brisk" -kernel "$kernel" -initrd "$initrd" -timeout "$guard_s" "$@" \
 		</dev/null >"$fifo" 2>"$log.err" &
 	pid=$!
 	# brisk's own -timeout should end a hung guest; this is the backstop.
-	( sleep $((guard_s + 15)); kill -KILL "$pid" 2>/dev/null ) >/dev/null 2>&1 &
+	( sleep $((guard_s + 15)); kill -s "$kill_sig" "$pid" 2>/dev/null ) >/dev/null 2>&1 &
 	dog=$!
 	local t0=$EPOCHREALTIME
 	vm_killed=0
@@ -121,7 +131,7 @@ run_vm_once() {
 		line=${line%$'\r'}
 		printf '%s\n' "$line" >>"$log"
 		if [ -n "$mark" ] && [ "$vm_killed" = 0 ] && [ "$line" = "$mark" ]; then
-			kill -KILL "$pid"
+			kill -s "$kill_sig" "$pid"
 			vm_killed=1
 		fi
 	done <"$fifo"
@@ -240,7 +250,7 @@ if want split; then
 		c_sum=$(md5sum <c.raw)
 	}
 	run_vm $b "" prep_split -m 512M -smp 1 \
-		-append "console=ttyS0 quiet blk.w=brisk-a:3:pa blk.r=brisk-a:5 blk.w=brisk-b:7:pc blk.r=brisk-b:2 blk.r=brisk-ro:1 blk.ro=brisk-ro:1:pb" \
+		-append "console=$console quiet blk.w=brisk-a:3:pa blk.r=brisk-a:5 blk.w=brisk-b:7:pc blk.r=brisk-b:2 blk.r=brisk-ro:1 blk.ro=brisk-ro:1:pb" \
 		-drive file=a.raw,if=none,id=d0,format=raw,aio=io_uring,cache=none \
 		-device virtio-blk-pci,drive=d0,packed=off,queue-size=256,serial=brisk-a \
 		-drive file=b.raw,if=none,id=d1,format=raw,aio=threads,cache=writeback \
@@ -276,7 +286,7 @@ if want packed; then
 		mkdisk q.raw $((41 * MiB + 4096)) pb@4
 	}
 	run_vm $b "" prep_packed -m 512M -smp 2 \
-		-append "console=ttyS0 quiet blk.w=brisk-p:6:pb blk.r=brisk-p:9 blk.w=:12:pa blk.r=:4" \
+		-append "console=$console quiet blk.w=brisk-p:6:pb blk.r=brisk-p:9 blk.w=:12:pa blk.r=:4" \
 		-drive file=p.raw,if=none,id=d0,format=raw,aio=io_uring,cache=none \
 		-device virtio-blk-pci,drive=d0,packed=on,num-queues=2,queue-size=1024,serial=brisk-p \
 		-drive file=q.raw,if=virtio,format=raw
@@ -304,7 +314,7 @@ if want durable; then
 	for m in 3 4 5 9; do dw="$dw blk.dw=brisk-wb:$m:pa blk.dw=brisk-nc:$m:pb"; done
 	dw="$dw blk.dw=brisk-wb:10:pc blk.dw=brisk-nc:10:pc"
 	run_vm $b "$mark" prep_durable -m 512M -smp 2 \
-		-append "console=ttyS0 quiet$dw blk.sync=$mark" \
+		-append "console=$console quiet$dw blk.sync=$mark" \
 		-drive file=w.raw,if=none,id=d0,format=raw,aio=io_uring,cache=writeback \
 		-device virtio-blk-pci,drive=d0,serial=brisk-wb \
 		-drive file=n.raw,if=none,id=d1,format=raw,aio=io_uring,cache=none \
@@ -334,7 +344,7 @@ if want reset; then
 		mkdisk s.raw $((64 * MiB)) pc@2
 	}
 	run_vm $b "" prep_reset -m 512M -smp 2 \
-		-append "console=ttyS0 quiet iomem=relaxed blk.reset=brisk-r1 blk.r=brisk-r1:2 blk.reset=brisk-r2 blk.r=brisk-r2:2 blk.reset=brisk-r1 blk.hardreset=brisk-r2" \
+		-append "console=$console quiet iomem=relaxed blk.reset=brisk-r1 blk.r=brisk-r1:2 blk.reset=brisk-r2 blk.r=brisk-r2:2 blk.reset=brisk-r1 blk.hardreset=brisk-r2" \
 		-drive file=r.raw,if=none,id=d0,format=raw,aio=io_uring,cache=none \
 		-device virtio-blk-pci,drive=d0,packed=off,queue-size=256,serial=brisk-r1 \
 		-drive file=s.raw,if=none,id=d1,format=raw,aio=io_uring,cache=writeback \

@@ -6,18 +6,26 @@ echo "BRISK-INIT-UP"
 echo "nproc=$(nproc)"
 echo "memtotal_kb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
 echo "cmdline=$(cat /proc/cmdline)"
-action=
+action= dx=
 for w in $(cat /proc/cmdline); do
-	case $w in brisk.test=*) action=${w#brisk.test=} ;; esac
+	case $w in
+	brisk.test=*) action=${w#brisk.test=} ;;
+	brisk.dx=*) dx=${w#brisk.dx=} ;;
+	esac
 done
 echo "action=$action"
 case $action in
 poweroff) poweroff -f ;;
 reboot) reboot -f ;;
 debug-exit=*)
-	# isa-debug-exit sits at port 0xf4 (244); /dev/port reaches it.
 	v=${action#debug-exit=}
-	printf "\\$(printf '%03o' "$((v))")" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
+	if [ -n "$dx" ]; then
+		# A board without I/O ports (arm64): the register is MMIO at dx.
+		devmem "$dx" 32 "$((v))"
+	else
+		# isa-debug-exit sits at port 0xf4 (244); /dev/port reaches it.
+		printf "\\$(printf '%03o' "$((v))")" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
+	fi
 	echo "debug-exit write returned"
 	;;
 panic)
