@@ -199,6 +199,41 @@ static int parse_accel(const char *arg, struct cli_opts *o)
 	return 0;
 }
 
+/*
+ * -machine [TYPE][,dumpdtb=FILE]: brisk has one board per architecture,
+ * so TYPE is only checked against QEMU's names for it.
+ */
+static int parse_machine(const char *arg, struct cli_opts *o)
+{
+	static const char *const types[] = { "pc", "q35", "virt", "microvm" };
+
+	while (*arg) {
+		size_t n = strcspn(arg, ",");
+		bool known = false;
+
+		if (n > 8 && !strncmp(arg, "dumpdtb=", 8)) {
+			if (n - 8 >= sizeof(o->dumpdtb_path)) {
+				error_report("-machine: dumpdtb path too long");
+				return -1;
+			}
+			memcpy(o->dumpdtb_path, arg + 8, n - 8);
+			o->dumpdtb_path[n - 8] = '\0';
+			o->dumpdtb = o->dumpdtb_path;
+			known = true;
+		}
+		for (unsigned i = 0; i < ARRAY_SIZE(types); i++)
+			if (strlen(types[i]) == n && !strncmp(arg, types[i], n))
+				known = true;
+		if (!known) {
+			error_report("-machine: unsupported '%.*s' (the machine "
+				     "type, dumpdtb=FILE)", (int)n, arg);
+			return -1;
+		}
+		arg += n + (arg[n] == ',');
+	}
+	return 0;
+}
+
 static int parse_timeout(const char *arg, struct cli_opts *o)
 {
 	unsigned long t;
@@ -215,7 +250,7 @@ enum opt_id {
 	OPT_KERNEL, OPT_INITRD, OPT_APPEND, OPT_M, OPT_SMP, OPT_SERIAL,
 	OPT_DEVICE, OPT_DRIVE, OPT_NAME, OPT_TIMEOUT, OPT_NOGRAPHIC,
 	OPT_NOREBOOT, OPT_HELP, OPT_VERSION, OPT_ACCEL, OPT_CHECK_KVM,
-	OPT_DTB,
+	OPT_DTB, OPT_MACHINE,
 };
 
 static const struct {
@@ -233,7 +268,8 @@ static const struct {
 	{ "h", OPT_HELP, false }, { "help", OPT_HELP, false },
 	{ "version", OPT_VERSION, false },
 	{ "accel", OPT_ACCEL, true }, { "check-kvm", OPT_CHECK_KVM, false },
-	{ "dtb", OPT_DTB, true },
+	{ "dtb", OPT_DTB, true }, { "machine", OPT_MACHINE, true },
+	{ "M", OPT_MACHINE, true },
 };
 
 static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
@@ -242,6 +278,7 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
 	case OPT_KERNEL: o->kernel = arg; return 0;
 	case OPT_INITRD: o->initrd = arg; return 0;
 	case OPT_DTB: o->dtb = arg; return 0;
+	case OPT_MACHINE: return parse_machine(arg, o);
 	case OPT_APPEND: o->append = arg; return 0;
 	case OPT_NAME: o->name = arg; return 0;
 	case OPT_M: return parse_mem(arg, o);
@@ -298,7 +335,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		if (o->action != CLI_RUN)
 			return 0;
 	}
-	if (!o->kernel) {
+	if (!o->kernel && !o->dumpdtb) {
 		error_report("no kernel given: use -kernel bzImage (see --help)");
 		return -1;
 	}
@@ -311,6 +348,9 @@ void cli_print_help(void)
 	      "\n"
 	      "  -kernel FILE        Linux bzImage to boot (required)\n"
 	      "  -initrd FILE        initial ramdisk\n"
+	      "  -dtb FILE           boot with this device tree (arm64)\n"
+	      "  -machine [TYPE][,dumpdtb=FILE]  write the board's device\n"
+	      "                      tree to FILE and exit (arm64)\n"
 	      "  -append STRING      kernel command line\n"
 	      "  -m SIZE             guest RAM: 512 (MiB), 512M, 2G... (default 512M)\n"
 	      "  -smp N              number of vCPUs (default 1)\n"

@@ -168,8 +168,19 @@ static int run(struct brisk *b)
 	/* Everything the command line names is checked before /dev/kvm. */
 	if (blk_parse(b))
 		return BRISK_EXIT_FAILURE;
+	if (o->dumpdtb && !b->ops->dump_fdt) {
+		error_report("-machine dumpdtb: the %s board is described by ACPI, "
+			     "not a device tree", b->ops->name);
+		return BRISK_EXIT_FAILURE;
+	}
 	b->board = b->ops->open(o);
-	if (!b->board || block_signals(b))
+	if (!b->board)
+		return BRISK_EXIT_FAILURE;
+	if (o->dumpdtb) {
+		return b->ops->dump_fdt(b->board, o->ncpus, o->dumpdtb) ?
+		       BRISK_EXIT_FAILURE : BRISK_EXIT_OK;
+	}
+	if (block_signals(b))
 		return BRISK_EXIT_FAILURE;
 
 	bus_init(&m->mmio, "mmio");

@@ -6,7 +6,9 @@
  * by a device tree (fdt.c), and the arm64 Linux boot protocol (boot.c).
  * The map is in hw/arm/virt.h and docs/architecture.md.
  */
+#include <errno.h>
 #include <libfdt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -51,8 +53,10 @@ static struct board *virt_open(const struct cli_opts *o)
 			     o->ncpus, ARM_GICR_MAX_CPUS);
 		goto fail;
 	}
-	if (arm_boot_open(&b->boot, o->kernel, o->initrd, o->dtb) ||
-	    arm_boot_plan(&b->boot, ARM_RAM_BASE, o->ram_size))
+	/* -machine dumpdtb needs no kernel: then nothing is placed either. */
+	if (o->kernel &&
+	    (arm_boot_open(&b->boot, o->kernel, o->initrd, o->dtb) ||
+	     arm_boot_plan(&b->boot, ARM_RAM_BASE, o->ram_size)))
 		goto fail;
 	return b;
 fail:
@@ -142,11 +146,11 @@ static int patch_user_fdt(struct board *b)
 	return 0;
 }
 
-static int virt_fdt(struct board *b, const struct machine *m)
+static int virt_fdt(struct board *b, unsigned ncpus)
 {
 	struct arm_fdt_params p = {
 		.ram_size = b->opts->ram_size,
-		.ncpus = m->ncpus,
+		.ncpus = ncpus,
 		.bootargs = b->opts->append,
 		.initrd_start = b->boot.initrd_addr,
 		.initrd_size = b->boot.initrd_size,
@@ -168,10 +172,32 @@ static int virt_fdt(struct board *b, const struct machine *m)
 
 static int virt_load(struct board *b, struct machine *m, struct cpu_entry *entry)
 {
-	if (virt_fdt(b, m))
+	if (virt_fdt(b, m->ncpus))
 		return -1;
 	return arm_boot_load(&b->boot, &m->mem, b->fdt, fdt_totalsize(b->fdt),
 			     entry);
+}
+
+static int virt_dump_fdt(struct board *b, unsigned ncpus, const char *path)
+{
+	FILE *f;
+
+	if (virt_fdt(b, ncpus))
+		return -1;
+	f = fopen(path, "wb");
+	if (!f || fwrite(b->fdt, fdt_totalsize(b->fdt), 1, f) != 1) {
+		error_report("-machine dumpdtb: cannot write '%s': %s", path,
+			     strerror(errno));
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	if (fclose(f)) {
+		error_report("-machine dumpdtb: cannot write '%s': %s", path,
+			     strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 static void virt_free(struct board *b, struct machine *m)
@@ -214,6 +240,7 @@ static const struct board_ops virt_board = {
 	.devices = virt_devices,
 	.load = virt_load,
 	.free = virt_free,
+	.dump_fdt = virt_dump_fdt,
 };
 
 const struct board_ops *board_ops(void)

@@ -33,6 +33,11 @@ struct board_ops {
 	/* Kernel, initrd, firmware tables; where the boot vCPU starts. */
 	int (*load)(struct board *b, struct machine *m, struct cpu_entry *entry);
 	void (*free)(struct board *b, struct machine *m);
+	/*
+	 * -machine dumpdtb=FILE: writes the device tree the guest would get,
+	 * right after open(), with no VM.  NULL for a board without one.
+	 */
+	int (*dump_fdt)(struct board *b, unsigned ncpus, const char *path);
 };
 
 const struct board_ops *board_ops(void);

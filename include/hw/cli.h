@@ -29,6 +29,7 @@ struct cli_opts {
 	const char *kernel, *initrd, *append, *name;
 	const char *dtb;		/* -dtb: boot with this device tree */
 	const char *dumpdtb;		/* -machine dumpdtb=: write it, exit */
+	char dumpdtb_path[4096];	/* what dumpdtb points at */
 	const char *serial;
 	uint64_t ram_size;
 	unsigned ncpus;
