@@ -99,29 +99,47 @@ static const struct bus_region *bus_find(const struct bus *bus, uint64_t addr,
 	return r;
 }
 
-bool bus_read(struct bus *bus, uint64_t addr, uint64_t *value, unsigned size)
+/*
+ * The region is looked up under the read lock, but its handler runs after
+ * it is dropped: a handler may itself change the bus (a config write
+ * through ECAM moves a BAR on the very bus it arrived on).  Regions are
+ * only unregistered while their device lives on, so a handler racing an
+ * unmap still finds its device, as a late access on hardware would.
+ */
+static bool bus_lookup(struct bus *bus, uint64_t addr, unsigned size,
+		       struct bus_region *out)
 {
-	assert(size == 1 || size == 2 || size == 4 || size == 8);
-	pthread_rwlock_rdlock(&bus->lock);
-	const struct bus_region *r = bus_find(bus, addr, size);
+	const struct bus_region *r;
 
-	if (r) {
-		*value = r->ops->read ? r->ops->read(r->opaque, addr - r->base, size) : 0;
-	} else {
-		*value = size == 8 ? ~0ull : (1ull << (size * 8)) - 1;
-	}
+	pthread_rwlock_rdlock(&bus->lock);
+	r = bus_find(bus, addr, size);
+	if (r)
+		*out = *r;
 	pthread_rwlock_unlock(&bus->lock);
 	return r != NULL;
 }
 
+bool bus_read(struct bus *bus, uint64_t addr, uint64_t *value, unsigned size)
+{
+	struct bus_region r;
+
+	assert(size == 1 || size == 2 || size == 4 || size == 8);
+	if (!bus_lookup(bus, addr, size, &r)) {
+		*value = size == 8 ? ~0ull : (1ull << (size * 8)) - 1;
+		return false;
+	}
+	*value = r.ops->read ? r.ops->read(r.opaque, addr - r.base, size) : 0;
+	return true;
+}
+
 bool bus_write(struct bus *bus, uint64_t addr, uint64_t value, unsigned size)
 {
-	assert(size == 1 || size == 2 || size == 4 || size == 8);
-	pthread_rwlock_rdlock(&bus->lock);
-	const struct bus_region *r = bus_find(bus, addr, size);
+	struct bus_region r;
 
-	if (r && r->ops->write)
-		r->ops->write(r->opaque, addr - r->base, value, size);
-	pthread_rwlock_unlock(&bus->lock);
-	return r != NULL;
+	assert(size == 1 || size == 2 || size == 4 || size == 8);
+	if (!bus_lookup(bus, addr, size, &r))
+		return false;
+	if (r.ops->write)
+		r.ops->write(r.opaque, addr - r.base, value, size);
+	return true;
 }

@@ -4,8 +4,9 @@
  * BARs that follow the guest's programming on the MMIO bus, capability
  * list.  Locking: bus->lock serialises CONFIG_ADDRESS and every config
  * access.  A config write may re-register BARs on the MMIO bus (its
- * write lock) while the PIO bus's read lock is held; MMIO handlers never
- * take bus->lock, so the order is always PIO -> bus->lock -> MMIO.
+ * write lock) with bus->lock held; bus handlers run without their bus's
+ * lock (hw/bus.c), so a config access that arrives over MMIO (ECAM) may
+ * do so too, and the order is always bus->lock -> MMIO.
  */
 #include <assert.h>
 #include <stdlib.h>

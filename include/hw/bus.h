@@ -13,7 +13,9 @@
  *
  * Accesses are 1, 2, 4 or 8 bytes wide, little-endian values.  offset is
  * relative to the region's base.  Callbacks run on vCPU threads (several at
- * once) or test threads: devices lock their own state.
+ * once) or test threads, without the bus lock held (so a callback may
+ * register or unregister regions): devices lock their own state, and a
+ * device outlives its regions.
  */
 struct bus_ops {
 	uint64_t (*read)(void *opaque, uint64_t offset, unsigned size);
@@ -29,7 +31,7 @@ struct bus_region {
 
 struct bus {
 	const char *name;
-	pthread_rwlock_t lock;	/* regions change when the guest moves a BAR */
+	pthread_rwlock_t lock;	/* guards regions[]: the guest moves BARs */
 	struct bus_region *regions;
 	unsigned nr, cap;
 };

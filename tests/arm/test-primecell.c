@@ -224,6 +224,14 @@ static void test_mmio_exits(void)
 	board_destroy(&b);
 }
 
+static uint64_t bar_read(void *opaque, uint64_t off, unsigned size)
+{
+	(void)opaque, (void)size;
+	return 0xb0000000u | off;
+}
+
+static const struct bus_ops bar_ops = { .read = bar_read };
+
 /* ECAM: offset = devfn << 12 | register (PCIe Base Spec, 7.2.2). */
 static void test_ecam(void)
 {
@@ -251,7 +259,15 @@ static void test_ecam(void)
 	struct pci_device d;
 
 	pci_device_init(&d, 0x1af4, 0x1042, 0x018000, 1, 0x1af4, 2);
+	CHECK(pci_device_add_bar(&d, 0, 0x1000, 0, &bar_ops, NULL) == 0);
 	CHECK(pci_register_device(bus, &d) == 0 && d.slot == 1);
+	/*
+	 * Moving the BAR through ECAM re-registers it on the bus the config
+	 * write itself came in on: no deadlock, and it answers at once.
+	 */
+	bus_write(&b.m.mmio, 0x3f000000 + (1 << 15) + PCI_BASE_ADDRESS_0, 0x10800000, 4);
+	bus_read(&b.m.mmio, 0x10800010, &v, 4);
+	CHECK(v == 0xb0000010);
 	bus_read(&b.m.mmio, 0x3f000000 + (1 << 15), &v, 4);
 	CHECK(v == (0x1042u << 16 | 0x1af4));
 	bus_write(&b.m.mmio, 0x3f000000 + (1 << 15) + PCI_INTERRUPT_LINE, 0x5a, 1);
