@@ -2,24 +2,47 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Installs every Debian package brisk's build, tests and benchmarks use.
 # Rerunning is cheap: apt is skipped when everything is already installed.
+# On an x86-64 host it also sets up the arm64 cross build and the nested
+# arm64 host: the arm64 architecture for dpkg, the cross compiler and
+# liburing-dev:arm64, and (scripts/arm64-debs.sh) the arm64 packages that
+# cannot be installed beside their amd64 twins.
 set -eu
 
 pkgs="build-essential gcc meson ninja-build pkg-config liburing-dev libfdt-dev
 linux-libc-dev acpica-tools qemu-system-x86 linux-image-amd64 busybox-static
-cpio kmod fio gnuplot-nox clang libclang-rt-14-dev llvm valgrind"
+cpio kmod fio gnuplot-nox clang libclang-rt-14-dev llvm valgrind device-tree-compiler"
+cross=
+native=$(dpkg --print-architecture)
+if [ "$native" = amd64 ]; then
+	cross=1
+	pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross liburing-dev:arm64
+libfdt1:arm64 qemu-system-arm qemu-user-static"
+fi
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+arm64_debs() {
+	[ -n "$cross" ] || return 0
+	"$(dirname "$0")/arm64-debs.sh" >/dev/null
+}
 
 missing=
 for p in $pkgs; do
-	st=$(dpkg-query -W -f '${db:Status-Status}' "$p" 2>/dev/null || true)
-	[ "$st" = installed ] || missing="$missing $p"
+	# With arm64 beside amd64 one name may answer for both: a plain
+	# name means this machine's own architecture (or an arch-all one).
+	case $p in *:*) want="installed ${p#*:}" q=${p%:*} ;; *) want="installed $native" q=$p ;; esac
+	dpkg-query -W -f '${db:Status-Status} ${Architecture}\n' "$q" 2>/dev/null |
+		grep -qx "$want\|installed all" || missing="$missing $p"
 done
 if [ -z "$missing" ]; then
 	echo "setup-debian: all packages present"
+	arm64_debs
 	exit 0
 fi
 echo "setup-debian: installing:$missing"
-sudo=
-[ "$(id -u)" -eq 0 ] || sudo=sudo
+if [ -n "$cross" ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	$sudo dpkg --add-architecture arm64
+fi
 $sudo apt-get update
 # shellcheck disable=SC2086
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends $missing
+arm64_debs
