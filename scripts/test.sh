@@ -6,7 +6,12 @@
 # booted under real KVM: natively where /dev/kvm works, else inside the
 # nested host of tests/kvm/with-kvm), then the unit suites again under
 # AddressSanitizer + UndefinedBehaviorSanitizer (the KVM suite too), and
-# the fuzzers briefly.
+# the fuzzers briefly.  On an x86-64 host it also cross-builds the static
+# arm64 brisk, checks its device tree and command line (under
+# qemu-aarch64) and its virtqueue pop path (tests/bench/virtqueue-pop
+# under qemu-aarch64), and boots it in the nested arm64 host: the arm64
+# boot tests and the virtio-blk split and packed boots (BRISK_ARM64_FULL=1:
+# every virtio-blk boot; see README.md).
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    no sanitizer build, no fuzzing
@@ -58,6 +63,19 @@ setup build
 run_suite build --suite unit --suite cli
 echo "== KVM suite"
 run_suite build --suite kvm
+
+if [ "$(uname -m)" = x86_64 ]; then
+	echo "== arm64 (cross build; qemu-aarch64; nested arm64 host)"
+	scripts/build-arm64.sh build-arm64
+	run_suite build-arm64 arm-board arm-dtc dumpdtb route
+	run_suite build-arm64 --benchmark virtqueue-pop
+	run_suite build-arm64 boot
+	if [ "${BRISK_ARM64_FULL:-0}" = 1 ]; then
+		run_suite build-arm64 blk
+	else
+		BRISK_BLK_TESTS_ONLY=split,packed run_suite build-arm64 blk
+	fi
+fi
 
 if [ $quick = 0 ]; then
 	echo "== ASan + UBSan"
