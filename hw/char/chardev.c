@@ -332,3 +332,28 @@ void chardev_close(struct chardev *cd)
 	close(cd->wake_fd);
 	free(cd);
 }
+
+int chardev_attach(struct chardev *cd, const char *what, struct bus *bus,
+		   uint64_t base, uint64_t len, const struct bus_ops *ops,
+		   chardev_rx_fn rx, void *opaque)
+{
+	if (bus_register(bus, base, len, ops, opaque) < 0) {
+		error_report("%s: %s %#llx-%#llx is taken", what, bus->name,
+			     (unsigned long long)base,
+			     (unsigned long long)(base + len - 1));
+		return -1;
+	}
+	if (chardev_start(cd, rx, opaque) < 0) {
+		bus_unregister(bus, base, opaque);
+		return -1;
+	}
+	return 0;
+}
+
+void chardev_detach(struct chardev *cd, struct bus *bus, uint64_t base,
+		    void *opaque)
+{
+	bus_unregister(bus, base, opaque);
+	/* Joins the reader, so rx cannot run past this. */
+	chardev_close(cd);
+}

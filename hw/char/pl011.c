@@ -287,16 +287,9 @@ struct pl011 *pl011_new(struct machine *m, uint64_t base, unsigned irq,
 		.cr = CR_RESET, .ifls = 0x12,	/* both FIFOs half full */
 	};
 	pthread_mutex_init(&s->lock, NULL);
-	if (bus_register(&m->mmio, base, PL011_SIZE, &pl011_ops, s) < 0) {
-		error_report("pl011: MMIO %#llx is taken", (unsigned long long)base);
-		goto fail;
-	}
-	if (chardev_start(cd, pl011_receive, s) < 0) {
-		bus_unregister(&m->mmio, base, s);
-		goto fail;
-	}
-	return s;
-fail:
+	if (chardev_attach(cd, "pl011", &m->mmio, base, PL011_SIZE, &pl011_ops,
+			   pl011_receive, s) == 0)
+		return s;
 	chardev_close(cd);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -307,9 +300,7 @@ void pl011_free(struct pl011 *s)
 {
 	if (!s)
 		return;
-	bus_unregister(&s->m->mmio, s->base, s);
-	/* Joins the reader, so pl011_receive() cannot run past this. */
-	chardev_close(s->cd);
+	chardev_detach(s->cd, &s->m->mmio, s->base, s);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

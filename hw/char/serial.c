@@ -350,17 +350,9 @@ struct serial *serial_new(struct machine *m, uint16_t base, unsigned irq,
 	};
 	s->msr = msr_inputs(s);
 	pthread_mutex_init(&s->lock, NULL);
-	if (bus_register(&m->pio, base, SERIAL_NR_REGS, &serial_ops, s) < 0) {
-		error_report("serial: ports 0x%x-0x%x are taken", base,
-			     base + SERIAL_NR_REGS - 1);
-		goto fail;
-	}
-	if (chardev_start(cd, serial_receive, s) < 0) {
-		bus_unregister(&m->pio, base, s);
-		goto fail;
-	}
-	return s;
-fail:
+	if (chardev_attach(cd, "serial", &m->pio, base, SERIAL_NR_REGS,
+			   &serial_ops, serial_receive, s) == 0)
+		return s;
 	chardev_close(cd);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -371,9 +363,7 @@ void serial_free(struct serial *s)
 {
 	if (!s)
 		return;
-	bus_unregister(&s->m->pio, s->base, s);
-	/* Joins the reader, so serial_receive() cannot run past this. */
-	chardev_close(s->cd);
+	chardev_detach(s->cd, &s->m->pio, s->base, s);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

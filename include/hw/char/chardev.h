@@ -40,6 +40,20 @@ int chardev_start(struct chardev *cd, chardev_rx_fn rx, void *opaque);
 /* The consumer has room again; cheap, callable with the consumer's lock held. */
 void chardev_kick(struct chardev *cd);
 
+/*
+ * For a UART: registers its region [base, base + len) on bus and starts
+ * cd's reader feeding rx.  On failure (one error line naming what) the
+ * region is gone again; cd stays the caller's to close either way.
+ */
+struct bus;
+struct bus_ops;
+int chardev_attach(struct chardev *cd, const char *what, struct bus *bus,
+		   uint64_t base, uint64_t len, const struct bus_ops *ops,
+		   chardev_rx_fn rx, void *opaque);
+/* Undoes chardev_attach() and closes cd: no rx call runs past it. */
+void chardev_detach(struct chardev *cd, struct bus *bus, uint64_t base,
+		    void *opaque);
+
 /* Blocking write of all of buf; errors are reported once and then dropped. */
 void chardev_write(struct chardev *cd, const void *buf, size_t len);
 
