@@ -95,6 +95,16 @@ static bool image_size_ok(uint64_t size)
 	return size >= 0x1000 && size <= BOOT_IMAGE_MAX;
 }
 
+/*
+ * RAM up to 3 GiB stays below the PCI hole; beyond that the rest moves
+ * above 4 GiB, so 32-bit BARs, the IOAPIC and the LAPIC never overlap RAM.
+ */
+void pc_layout(uint64_t ram_size, struct pc_layout *l)
+{
+	l->low_size = ram_size < PC_LOW_RAM_MAX ? ram_size : PC_LOW_RAM_MAX;
+	l->high_size = ram_size - l->low_size;
+}
+
 static int read_image(struct x86_boot *b, const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
