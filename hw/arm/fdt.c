@@ -289,3 +289,40 @@ int arm_fdt_build(const struct arm_fdt_params *p, void *buf, size_t size)
 	}
 	return 0;
 }
+
+/*
+ * A user's tree (-dtb) is the user's, except for what only brisk knows:
+ * the command line and where the initrd went, as QEMU does.
+ */
+int arm_fdt_patch_user(const void *dtb, void *buf, size_t size,
+		       const struct arm_fdt_params *p)
+{
+	int chosen, err;
+
+	err = fdt_open_into(dtb, buf, size);
+	if (err < 0) {
+		error_report("-dtb: not a usable device tree blob: %s",
+			     fdt_strerror(err));
+		return -1;
+	}
+	chosen = fdt_path_offset(buf, "/chosen");
+	if (chosen < 0)
+		chosen = fdt_add_subnode(buf, 0, "chosen");
+	err = chosen;
+	if (chosen >= 0 && p->bootargs)
+		err = fdt_setprop_string(buf, chosen, "bootargs", p->bootargs);
+	if (err >= 0 && p->initrd_size) {
+		err = fdt_setprop_u64(buf, chosen, "linux,initrd-start",
+				      p->initrd_start);
+		if (err >= 0)
+			err = fdt_setprop_u64(buf, chosen, "linux,initrd-end",
+					      p->initrd_start + p->initrd_size);
+	}
+	if (err >= 0)
+		err = fdt_pack(buf);
+	if (err < 0) {
+		error_report("-dtb: cannot update /chosen: %s", fdt_strerror(err));
+		return -1;
+	}
+	return 0;
+}

@@ -110,42 +110,6 @@ static int virt_devices(struct board *b, struct machine *m)
 	return b->ecam ? 0 : -1;
 }
 
-/*
- * A user's tree (-dtb) is the user's, except for what only brisk knows:
- * the command line and where the initrd went, as QEMU does.
- */
-static int patch_user_fdt(struct board *b)
-{
-	const struct arm_boot *a = &b->boot;
-	int chosen, err;
-
-	err = fdt_open_into(a->dtb, b->fdt, ARM_FDT_MAX);
-	if (err < 0) {
-		error_report("-dtb: not a device tree blob: %s", fdt_strerror(err));
-		return -1;
-	}
-	chosen = fdt_path_offset(b->fdt, "/chosen");
-	if (chosen < 0)
-		chosen = fdt_add_subnode(b->fdt, 0, "chosen");
-	err = chosen;
-	if (chosen >= 0 && b->opts->append)
-		err = fdt_setprop_string(b->fdt, chosen, "bootargs", b->opts->append);
-	if (err >= 0 && a->initrd_size) {
-		err = fdt_setprop_u64(b->fdt, chosen, "linux,initrd-start",
-				      a->initrd_addr);
-		if (err >= 0)
-			err = fdt_setprop_u64(b->fdt, chosen, "linux,initrd-end",
-					      a->initrd_addr + a->initrd_size);
-	}
-	if (err >= 0)
-		err = fdt_pack(b->fdt);
-	if (err < 0) {
-		error_report("-dtb: cannot update /chosen: %s", fdt_strerror(err));
-		return -1;
-	}
-	return 0;
-}
-
 static int virt_fdt(struct board *b, unsigned ncpus)
 {
 	struct arm_fdt_params p = {
@@ -163,7 +127,7 @@ static int virt_fdt(struct board *b, unsigned ncpus)
 		return -1;
 	}
 	if (b->boot.dtb)
-		return patch_user_fdt(b);
+		return arm_fdt_patch_user(b->boot.dtb, b->fdt, ARM_FDT_MAX, &p);
 	/* Without a seed Linux keeps its own layout (no KASLR); not fatal. */
 	if (getrandom(&p.seed, sizeof(p.seed), GRND_NONBLOCK) != sizeof(p.seed))
 		p.seed = 0;

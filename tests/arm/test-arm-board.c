@@ -214,6 +214,35 @@ static void test_fdt_options(void)
 	CHECK(arm_fdt_build(&params, small, sizeof(small)) == -1);
 }
 
+/* -dtb: the user's tree, with /chosen set as brisk alone can. */
+static void test_user_fdt(void)
+{
+	static uint8_t user[4096], out[8192], junk[64] = "not a tree";
+	struct arm_fdt_params p = { .bootargs = "root=/dev/vda",
+				    .initrd_start = 0x48000000, .initrd_size = 0x1000 };
+	int chosen;
+
+	/* A minimal tree without /chosen, as a user might bring. */
+	CHECK(fdt_create_empty_tree(user, sizeof(user)) == 0);
+	CHECK(fdt_setprop_string(user, 0, "model", "mine") == 0);
+	CHECK(arm_fdt_patch_user(user, out, sizeof(out), &p) == 0);
+	chosen = fdt_path_offset(out, "/chosen");
+	CHECK(chosen >= 0);
+	CHECK(!strcmp(fdt_getprop(out, chosen, "bootargs", NULL), "root=/dev/vda"));
+	CHECK(fdt64_to_cpu(*(const fdt64_t *)fdt_getprop(out, chosen,
+			   "linux,initrd-end", NULL)) == 0x48001000);
+	CHECK(!strcmp(fdt_getprop(out, 0, "model", NULL), "mine"));
+	/* No -append: the user's bootargs stay. */
+	CHECK(fdt_setprop_string(out, chosen, "bootargs", "theirs") == 0);
+	memcpy(user, out, fdt_totalsize(out));
+	p.bootargs = NULL;
+	CHECK(arm_fdt_patch_user(user, out, sizeof(out), &p) == 0);
+	CHECK(!strcmp(fdt_getprop(out, fdt_path_offset(out, "/chosen"), "bootargs",
+				  NULL), "theirs"));
+	CHECK(arm_fdt_patch_user(junk, out, sizeof(out), &p) == -1);
+	CHECK(arm_fdt_patch_user(user, out, 64, &p) == -1);	/* no room */
+}
+
 /* ---- booting.rst: the Image header ---- */
 
 static uint8_t *image(size_t size, uint64_t text_offset, uint64_t image_size,
@@ -310,6 +339,7 @@ int main(int argc, char **argv)
 	test_devices();
 	test_pci();
 	test_fdt_options();
+	test_user_fdt();
 	test_image();
 	test_load();
 	return check_summary();

@@ -70,6 +70,14 @@ struct arm_fdt_params {
  * 0, or -1 with one error line when it does not fit.
  */
 int arm_fdt_build(const struct arm_fdt_params *p, void *buf, size_t size);
+/*
+ * A user's tree (dtb, -dtb FILE) copied into buf, with /chosen's bootargs
+ * (when p->bootargs) and initrd range (when p->initrd_size) set from p;
+ * the rest of p is the user's business.  -1 with one error line on a
+ * blob libfdt rejects or one that does not fit.
+ */
+int arm_fdt_patch_user(const void *dtb, void *buf, size_t size,
+		       const struct arm_fdt_params *p);
 
 /*
  * The arm64 Linux boot protocol (Documentation/arch/arm64/booting.rst).
