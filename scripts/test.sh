@@ -10,8 +10,7 @@
 # arm64 brisk, checks its device tree and command line (under
 # qemu-aarch64) and its virtqueue pop path (tests/bench/virtqueue-pop
 # under qemu-aarch64), and boots it in the nested arm64 host: the arm64
-# boot tests and the virtio-blk split and packed boots (BRISK_ARM64_FULL=1:
-# every virtio-blk boot; see README.md).
+# boot and virtio-blk tests (see README.md).
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    no sanitizer build, no fuzzing
@@ -69,12 +68,7 @@ if [ "$(uname -m)" = x86_64 ]; then
 	scripts/build-arm64.sh build-arm64
 	run_suite build-arm64 arm-board arm-dtc dumpdtb route
 	run_suite build-arm64 --benchmark virtqueue-pop
-	run_suite build-arm64 boot
-	if [ "${BRISK_ARM64_FULL:-0}" = 1 ]; then
-		run_suite build-arm64 blk
-	else
-		BRISK_BLK_TESTS_ONLY=split,packed run_suite build-arm64 blk
-	fi
+	run_suite build-arm64 --suite kvm
 fi
 
 if [ $quick = 0 ]; then
