@@ -156,6 +156,9 @@ static void uring_retry_later(struct blk_uring *u, int err)
 	if (err != -EAGAIN && err != -EBUSY)
 		error_report_once(&u->q.f->error_reported, "%s: io_uring submit: %s; retrying",
 				  u->q.f->path, strerror(-err));
+	/* Freeing: its own loop submits and waits; no timer outlives the queue. */
+	if (u->q.closing)
+		return;
 	if (u->retry_fd < 0) {
 		u->retry_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		if (u->retry_fd >= 0 &&
@@ -374,6 +377,7 @@ static void uring_free(struct blk_queue *q)
 	if (u->retry_fd >= 0) {
 		iothread_del_fd(q->t, u->retry_fd);
 		close(u->retry_fd);
+		u->retry_fd = -1;
 	}
 	uring_fill_from_overflow(u);
 	uring_flush_sq(u);

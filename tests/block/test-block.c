@@ -20,6 +20,7 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -563,6 +564,54 @@ static bool t_submit_refused(struct env *e)
 }
 
 /*
+ * The kernel refuses the submit again while the queue is being freed,
+ * after its retry timer is gone.  Freeing must still complete the request
+ * and leave alone whatever file now has the timer's old descriptor
+ * number: here a timer of the test's own, made inside the refusal.
+ */
+struct refuse_at_free {
+	struct refuse r;
+	bool freeing;
+	int fd;			/* the test's timer, made while freeing */
+};
+
+static int refusing_submit_at_free(struct io_uring *ring, void *opaque)
+{
+	struct refuse_at_free *a = opaque;
+
+	if (a->freeing && a->fd < 0) {
+		a->fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		a->r.left = 1;
+	}
+	return refusing_submit(ring, &a->r);
+}
+
+static bool t_submit_refused_at_free(struct env *e)
+{
+	static unsigned char buf[4096];
+	struct refuse_at_free a = { .r.left = 1, .fd = -1 };
+	struct itimerspec its;
+	struct treq t;
+	int64_t res;
+
+	blk_uring_set_submit(e->q, refusing_submit_at_free, &a);
+	/* One refusal now: the queue makes its retry timer. */
+	CHECK(io1(e, BLK_OP_READ, 0, buf, sizeof(buf), &res) && res == 4096);
+	treq_init(e, &t, BLK_OP_READ, 4096);
+	t.iov[0] = (struct iovec){ buf, sizeof(buf) };
+	t.r.iovcnt = 1;
+	blk_queue_add(e->q, &t.r);
+	a.freeing = true;
+	blk_queue_free(e->q);
+	e->q = NULL;
+	CHECK(t.done && t.res == 4096);
+	CHECK(a.fd >= 0 && timerfd_gettime(a.fd, &its) == 0);
+	CHECK(its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0);
+	close(a.fd);
+	return true;
+}
+
+/*
  * Teardown with requests in flight and the I/O thread running: a "kick"
  * handler on the I/O thread submits, as a device's virtqueue handler
  * would, and the main thread frees the queue while the I/O is under way.
@@ -1033,6 +1082,7 @@ int main(int argc, char **argv)
 		{ "direct", NULL, t_direct },
 		{ "direct-misaligned", NULL, t_direct_misaligned },
 		{ "submit-refused", t_submit_refused, NULL, true },
+		{ "submit-refused-at-free", t_submit_refused_at_free, NULL, true },
 		{ "free-inflight", t_free_inflight, NULL },
 	};
 	const char *d = getenv("BLK_TEST_DIR");
