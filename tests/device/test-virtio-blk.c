@@ -1662,8 +1662,10 @@ static void *feed(void *opaque)
 	struct vring_avail *av = gpa(t, q->avail);
 	struct vring_used *other = gpa(t, f->other->used);
 	unsigned long popped = 0;
+	/* Real-time and spinning: a device that stops popping must not hang it. */
+	long end = now_ms() + 4 * WAIT_MS;
 
-	while (popped < FLOOD_MAX) {
+	while (popped < FLOOD_MAX && now_ms() < end) {
 		uint8_t *b = gpa(t, FLOOD_BUFS + 256 * (popped % FLOOD_NUM));
 		uint16_t old = q->avail_idx;
 

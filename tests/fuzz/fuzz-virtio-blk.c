@@ -182,18 +182,18 @@ static void wait_used(struct drv *d, const uint16_t *ndescs, unsigned want)
 
 /*
  * A reset with requests in flight, the way a driver does it: write 0,
- * wait for 0.  From then on the device must leave guest RAM alone.
+ * wait for 0.  From then on the device must leave guest RAM alone.  The
+ * wait has no deadline of its own: on a loaded host the backend may take
+ * long, and a reset that never completes is a hang, which libFuzzer's
+ * -timeout (run-fuzzers.sh: 10 s) reports as one, not as a crash.
  */
 static void reset_and_check(struct drv *d)
 {
 	static uint8_t before[RAM_SIZE];
-	int64_t end = now_ns() + WAIT_NS;
 
 	wr(d, COMMON + CC_STATUS, 0, 1);
-	while (status(d) && now_ns() < end)
+	while (status(d))
 		sched_yield();
-	if (status(d))
-		abort();	/* the reset never completed */
 	memcpy(before, d->ram, RAM_SIZE);
 	for (int i = 0; i < 100; i++)
 		sched_yield();
