@@ -3,6 +3,8 @@
  * Virtqueue unit tests: a guest-side driver in this process against the
  * device side in virtio/, for both ring kinds, honest and hostile.
  */
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -10,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -881,11 +885,15 @@ static void test_threads(bool packed)
 /*
  * A device that sleeps until the next kick once pop returns 0 (with
  * notifications on), and a split EVENT_IDX driver that kicks only when
- * avail_event asks for it, as Linux does, one request at a time.  If pop
- * published avail_event without a full barrier before its last look at
- * the avail index, a buffer added in between would get neither a pop nor
- * a kick: the device would sleep with work waiting (a lost wakeup, seen
- * here as a 200 ms timeout).
+ * avail_event asks for it, as Linux does, one request at a time: every
+ * request is served, none waits for a kick that never comes (a lost
+ * wakeup, seen here as a 200 ms timeout).  The interleaving that matters
+ * (the driver's add between pop's look at the empty ring and its store
+ * of avail_event) is a few instructions wide: test_empty_pop_race()
+ * below forces it.  What this one adds is the hardware's part: without
+ * the full barrier between that store and pop's last look, x86 lets the
+ * look pass the store, and 20000 requests here lose a wakeup in about
+ * one run of three.
  */
 struct sleeper {
 	struct virtqueue *vq;
@@ -911,6 +919,12 @@ static void *sleeper_device(void *opaque)
 		/* Land our last look at varying points of the driver's add. */
 		for (volatile unsigned int k = rand_r(&seed) % 256; k; k--)
 			;
+		/*
+		 * A look first, as a device does that re-enables notifications
+		 * and checks once more: it leaves avail_event behind the index,
+		 * and then the order of pop's store and last look matters.
+		 */
+		(void)virtqueue_has_work(c->vq);
 		r = virtqueue_pop(c->vq, sizeof(*e), &e);
 
 		if (r < 0) {
@@ -974,6 +988,120 @@ static void test_sleep_after_empty(void)
 	drv_destroy(&d);
 }
 
+/*
+ * The lost wakeup the empty split pop must prevent, forced: with
+ * avail_event behind the index, the driver adds a buffer and reads
+ * avail_event exactly between pop's look at the empty ring and its store
+ * of avail_event.  The store is held there by write-protecting the used
+ * ring's page with userfaultfd; this thread, the fault's handler, plays
+ * the driver and then lets the store go.  The driver saw the old event
+ * (no kick for it), so pop must look at the ring again after its store,
+ * with a full barrier between, and return the buffer.
+ */
+struct race {
+	struct virtqueue *vq;
+	int r;
+};
+
+static void *race_pop(void *opaque)
+{
+	struct race *c = opaque;
+	struct vq_elem *e = NULL;
+
+	c->r = virtqueue_pop(c->vq, sizeof(*e), &e);
+	if (c->r == 1)
+		free(e);
+	return NULL;
+}
+
+static int uffd_wp_open(void *page, size_t len, const char **why)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP };
+	struct uffdio_register reg = {
+		.range = { (uintptr_t)page, len }, .mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	struct uffdio_writeprotect wp = {
+		.range = { (uintptr_t)page, len }, .mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+	/* Only this process's own stores fault: no privilege needed. */
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+
+	if (fd < 0) {
+		*why = "userfaultfd refused";
+		return -1;
+	}
+	if (ioctl(fd, UFFDIO_API, &api) < 0 || ioctl(fd, UFFDIO_REGISTER, &reg) < 0 ||
+	    ioctl(fd, UFFDIO_WRITEPROTECT, &wp) < 0) {
+		*why = "userfaultfd cannot write-protect anonymous memory here";
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void test_empty_pop_race(void)
+{
+	struct vq_driver d;
+	struct virtqueue vq;
+	struct race c = { .vq = &vq };
+	struct drv_seg s = { 0, 16, false };
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uint16_t *avail_event, id, old;
+	struct pollfd p = { .events = POLLIN };
+	struct uffd_msg msg;
+	const char *why = NULL;
+	bool kick = false;
+	struct vq_elem *e;
+	pthread_t dev;
+	uint32_t len;
+
+	drv_init(&d, false, 16, RAM_SIZE);
+	s.gpa = d.data;
+	CHECK(drv_setup_vq(&d, &vq, feats(false, F_EVENT_IDX)) == 0);
+	avail_event = (uint16_t *)&((struct vring_used *)drv_ptr(&d, d.device))->ring[16];
+	/*
+	 * One request, seen first by has_work() (as a device does that
+	 * re-enables notifications and looks once more): that refreshes the
+	 * index without a store to avail_event, which trails it from then on
+	 * (0 against 1), and the pop that takes the request has no reason to
+	 * look at the index again.
+	 */
+	CHECK(drv_add(&d, &s, 1, false) >= 0);
+	CHECK(virtqueue_has_work(&vq));
+	CHECK(virtqueue_pop(&vq, sizeof(*e), &e) == 1);
+	virtqueue_push(&vq, e, 0);
+	free(e);
+	CHECK(drv_reap(&d, &id, &len) == 1 && *avail_event == 0);
+	p.fd = uffd_wp_open(drv_ptr(&d, d.device & ~(uint64_t)(pg - 1)), pg, &why);
+	if (p.fd < 0) {
+		printf("# SKIP empty pop race: %s\n", why);
+		drv_destroy(&d);
+		return;
+	}
+	CHECK(pthread_create(&dev, NULL, race_pop, &c) == 0);
+	/* The pop found the ring empty and now stores avail_event: held. */
+	CHECK(poll(&p, 1, 5000) == 1 && read(p.fd, &msg, sizeof(msg)) == sizeof(msg) &&
+	      msg.event == UFFD_EVENT_PAGEFAULT && (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP));
+	old = d.avail_idx;
+	CHECK(drv_add(&d, &s, 1, false) >= 0);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	kick = vring_need_event(__atomic_load_n(avail_event, __ATOMIC_RELAXED), d.avail_idx, old);
+	struct uffdio_writeprotect go = {
+		.range = { (uintptr_t)drv_ptr(&d, d.device & ~(uint64_t)(pg - 1)), pg },
+	};
+
+	CHECK(ioctl(p.fd, UFFDIO_WRITEPROTECT, &go) == 0);
+	pthread_join(dev, NULL);
+	close(p.fd);
+	CHECK(!kick);		/* the interleaving this test is about */
+	/* A pop that returned 0 here would leave the buffer with no kick coming. */
+	CHECK(c.r == 1);
+	CHECK(*avail_event == 1 && !vq.broken && drv_canary_ok(&d));
+	printf("empty pop race: the buffer added under the avail_event store %s\n",
+	       c.r == 1 ? "was popped" : "was lost");
+	drv_destroy(&d);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -994,6 +1122,7 @@ int main(void)
 	test_threads(false);
 	test_threads(true);
 	test_sleep_after_empty();
+	test_empty_pop_race();
 	test_random(false, 1.0);
 	test_random(true, 1.0);
 	return check_summary();
