@@ -18,6 +18,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/log.h"
 #include "virtio/virtio.h"
 
@@ -93,6 +94,12 @@ void virtio_device_destroy(struct virtio_device *vdev)
 	pthread_mutex_destroy(&vdev->lock);
 }
 
+static void virtio_status_changed(struct virtio_device *vdev)
+{
+	if (vdev->transport && vdev->transport->status_changed)
+		vdev->transport->status_changed(vdev);
+}
+
 static void virtio_reset_finish(struct virtio_device *vdev)
 {
 	for (unsigned i = 0; i < vdev->nr_queues; i++)
@@ -101,6 +108,7 @@ static void virtio_reset_finish(struct virtio_device *vdev)
 	vdev->broken = false;
 	vdev->resetting = false;
 	vdev->status = 0;
+	virtio_status_changed(vdev);
 }
 
 /*
@@ -112,15 +120,42 @@ static void virtio_reset_finish(struct virtio_device *vdev)
 static void virtio_reset(struct virtio_device *vdev)
 {
 	vdev->resetting = true;
+	vdev->reset_warned = false;
+	vdev->reset_ns = clock_now_ns();
 	if (vdev->ops->reset)
 		vdev->ops->reset(vdev);
 	virtio_reset_check(vdev);
 }
 
+static unsigned virtio_busy(struct virtio_device *vdev)
+{
+	return vdev->ops->busy ? vdev->ops->busy(vdev) : 0;
+}
+
 void virtio_reset_check(struct virtio_device *vdev)
 {
-	if (vdev->resetting && !(vdev->ops->busy && vdev->ops->busy(vdev)))
+	if (vdev->resetting && !virtio_busy(vdev))
 		virtio_reset_finish(vdev);
+}
+
+/*
+ * Checked when the driver reads the status, which it does while it waits
+ * for the reset: no timer, and nothing said of a reset nobody waits for.
+ */
+uint8_t virtio_get_status(struct virtio_device *vdev)
+{
+	char id[32];
+	unsigned n;
+
+	if (!vdev->resetting || vdev->reset_warned ||
+	    clock_now_ns() - vdev->reset_ns < VIRTIO_RESET_WARN_NS || !(n = virtio_busy(vdev)))
+		return vdev->status;
+	vdev->reset_warned = true;
+	snprintf(id, sizeof(id), "virtio device %u", vdev->device_id);
+	error_report("%s: reset still waits for %u request%s in the host's backend after %llu s",
+		     vdev->name ? vdev->name : id, n, n == 1 ? "" : "s",
+		     VIRTIO_RESET_WARN_NS / 1000000000ull);
+	return vdev->status;
 }
 
 bool virtio_set_features(struct virtio_device *vdev, uint64_t features)
@@ -201,6 +236,7 @@ void virtio_error(struct virtio_device *vdev, const char *fmt, ...)
 			  vdev->device_id, msg);
 	vdev->broken = true;
 	vdev->status |= VIRTIO_CONFIG_S_NEEDS_RESET;
+	virtio_status_changed(vdev);
 	if (vdev->transport)
 		vdev->transport->notify_config(vdev);
 }

@@ -791,14 +791,14 @@ static void vblk_reset(struct virtio_device *vdev)
 }
 
 /* Requests from before a reset are still out there (VIRTIO 1.2, 2.4). */
-static bool vblk_busy(struct virtio_device *vdev)
+static unsigned vblk_busy(struct virtio_device *vdev)
 {
 	struct vblk *s = vdev_to_vblk(vdev);
+	unsigned n = 0;
 
 	for (unsigned i = 0; i < s->nq; i++)
-		if (__atomic_load_n(&s->q[i].in_backend, __ATOMIC_ACQUIRE))
-			return true;
-	return false;
+		n += __atomic_load_n(&s->q[i].in_backend, __ATOMIC_ACQUIRE);
+	return n;
 }
 
 static const struct virtio_device_ops vblk_ops = {
@@ -1020,6 +1020,7 @@ struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
 		goto fail;
 	}
 	s->vdev_ready = true;
+	s->vdev.name = s->file->path;
 	s->q = calloc(s->nq, sizeof(*s->q));
 	if (!s->q)
 		goto fail;

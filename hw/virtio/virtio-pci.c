@@ -141,8 +141,8 @@ static void vp_write_status(struct virtio_pci *vp, uint8_t status)
 	struct virtio_device *vdev = vp->vdev;
 
 	if (status == 0) {
+		/* Our registers are reset with the device: vp_status_changed(). */
 		virtio_set_status(vdev, 0);
-		vp_reset(vp);
 	} else {
 		if ((status & ~vdev->status & VIRTIO_CONFIG_S_FEATURES_OK) &&
 		    !virtio_set_features(vdev, vp->driver_features))
@@ -248,7 +248,7 @@ static uint64_t vp_common_read(struct virtio_pci *vp, uint64_t off, unsigned siz
 	case CC_NUM_QUEUES:
 		return vdev->nr_queues;
 	case CC_STATUS:
-		return vdev->status;
+		return virtio_get_status(vdev);
 	case CC_CFG_GENERATION:
 		return vdev->config_generation;
 	case CC_Q_SELECT:
@@ -391,10 +391,13 @@ static void vp_bar_write(void *opaque, uint64_t off, uint64_t val, unsigned size
 		return;
 	}
 	pthread_mutex_lock(&vp->vdev->lock);
-	if (off < COMMON_OFF + REGION_LEN)
-		vp_common_write(vp, off - COMMON_OFF, val, size);
-	else if (off >= DEVICE_OFF && off < DEVICE_OFF + REGION_LEN)
-		vp_device_write(vp, off - DEVICE_OFF, val, size);
+	/* Before status reads 0 the driver may write nothing (VIRTIO 1.2, 4.1.4.3.2). */
+	if (!vp->vdev->resetting) {
+		if (off < COMMON_OFF + REGION_LEN)
+			vp_common_write(vp, off - COMMON_OFF, val, size);
+		else if (off >= DEVICE_OFF && off < DEVICE_OFF + REGION_LEN)
+			vp_device_write(vp, off - DEVICE_OFF, val, size);
+	}
 	pthread_mutex_unlock(&vp->vdev->lock);
 }
 
@@ -421,9 +424,24 @@ static void vp_notify_config(struct virtio_device *vdev)
 		msix_notify(&vp->pci, vp->msix_config);
 }
 
+/*
+ * A reset that completed on an I/O thread, or an error the device found:
+ * our registers follow a completed reset, and doorbells stop bypassing
+ * brisk for a device that no longer runs.
+ */
+static void vp_status_changed(struct virtio_device *vdev)
+{
+	struct virtio_pci *vp = vdev->transport_opaque;
+
+	if (!vdev->status)
+		vp_reset(vp);
+	vp_sync_ioeventfds(vp);
+}
+
 static const struct virtio_transport_ops vp_transport_ops = {
 	.notify_queue = vp_notify_queue,
 	.notify_config = vp_notify_config,
+	.status_changed = vp_status_changed,
 };
 
 /*

@@ -45,12 +45,12 @@ struct virtio_device_ops {
 	 */
 	void (*reset)(struct virtio_device *vdev);
 	/*
-	 * Optional: true while requests taken before a reset are still in
+	 * Optional: how many requests taken before a reset are still in
 	 * the backend, where they may yet read or write guest memory.  The
-	 * reset is only complete (status reads 0) once this is false; the
+	 * reset is only complete (status reads 0) once this is 0; the
 	 * device then calls virtio_reset_check().
 	 */
-	bool (*busy)(struct virtio_device *vdev);
+	unsigned (*busy)(struct virtio_device *vdev);
 };
 
 /* What a transport (virtio-pci) implements for the core. */
@@ -59,6 +59,13 @@ struct virtio_transport_ops {
 	void (*notify_queue)(struct virtio_device *vdev, unsigned q);
 	/* Configuration-change interrupt. */
 	void (*notify_config)(struct virtio_device *vdev);
+	/*
+	 * Optional: status or broken changed other than through the
+	 * transport's own register write (a reset completed on an I/O
+	 * thread, the device found the driver's error).  The transport
+	 * brings what it derives from them up to date.
+	 */
+	void (*status_changed)(struct virtio_device *vdev);
 };
 
 struct virtio_device {
@@ -71,10 +78,13 @@ struct virtio_device {
 	bool broken;		/* NEEDS_RESET was raised; serve nothing */
 	/*
 	 * The driver wrote 0 to status while the device was busy: status
-	 * keeps its old value (the driver polls for 0) and every other
-	 * register write is ignored until the device is idle.
+	 * keeps its old value (the driver polls for 0) and the transport
+	 * ignores register writes until the device is idle.
 	 */
 	bool resetting;
+	bool reset_warned;	/* said once that this reset is slow */
+	uint64_t reset_ns;	/* CLOCK_MONOTONIC of the write of 0 */
+	const char *name;	/* for messages, e.g. the disk's path; may be NULL */
 	bool error_reported;	/* virtio_error() logged once for this device */
 	/*
 	 * Serialises register accesses (vCPU threads) against request
@@ -109,10 +119,17 @@ void virtio_device_destroy(struct virtio_device *vdev);
  */
 void virtio_set_status(struct virtio_device *vdev, uint8_t status);
 /*
- * For a device whose busy() may just have turned false (its last request
- * from before a reset came back): completes a pending reset.
+ * For a device whose busy() may just have turned 0 (its last request from
+ * before a reset came back): completes a pending reset.
  */
 void virtio_reset_check(struct virtio_device *vdev);
+/*
+ * The status register as the driver reads it.  A reset still waiting for
+ * the backend after VIRTIO_RESET_WARN_NS is said once on stderr (a stuck
+ * host disk holds the driver's reset for as long as it is stuck).
+ */
+#define VIRTIO_RESET_WARN_NS (5 * 1000000000ull)
+uint8_t virtio_get_status(struct virtio_device *vdev);
 /* FEATURES_OK handshake: false if the driver accepted what we never offered. */
 bool virtio_set_features(struct virtio_device *vdev, uint64_t features);
 /* Enable queue q with the addresses the transport was given. */

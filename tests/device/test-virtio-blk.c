@@ -69,12 +69,15 @@
 /* ---- the fake interrupt controller: MSI routes are eventfds ---- */
 
 #define MAX_ROUTES 64
+#define MAX_IOEVENTFDS 8
 struct route { bool used; int efd; uint32_t data; };
 
 struct tmachine {
 	struct machine m;
 	uint8_t *alloc, *ram;
 	struct route routes[MAX_ROUTES];
+	/* Doorbell addresses with an ioeventfd assigned; 0 for a free slot. */
+	uint64_t ioeventfds[MAX_IOEVENTFDS];
 	struct blk_cmdline *c;
 	char path[64];
 	int fd;
@@ -125,12 +128,41 @@ static void fake_route_del(void *o, int r)
 	t->routes[r].used = false;
 }
 
+/*
+ * Only recorded: kicks still come through the bus, and the test sees which
+ * doorbells a real KVM would have taken past brisk.
+ */
+static int fake_ioeventfd(void *o, bool assign, uint64_t addr, unsigned len, int efd)
+{
+	struct tmachine *t = o;
+
+	(void)len; (void)efd;
+	for (int i = 0; i < MAX_IOEVENTFDS; i++) {
+		uint64_t *slot = &t->ioeventfds[i];
+
+		if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) == (assign ? 0 : addr)) {
+			__atomic_store_n(slot, assign ? addr : 0, __ATOMIC_RELEASE);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static unsigned ioeventfds_assigned(struct tmachine *t)
+{
+	unsigned n = 0;
+
+	for (int i = 0; i < MAX_IOEVENTFDS; i++)
+		n += __atomic_load_n(&t->ioeventfds[i], __ATOMIC_ACQUIRE) != 0;
+	return n;
+}
+
 static const struct irq_ops fake_irq_ops = {
 	.set_irq = fake_set_irq,
 	.msi_route_add = fake_route_add,
 	.msi_route_set = fake_route_set,
 	.msi_route_del = fake_route_del,
-	/* no ioeventfd: kicks come through the bus */
+	.ioeventfd = fake_ioeventfd,
 };
 
 static void fake_shutdown(struct machine *m, int status, const char *why)
@@ -841,6 +873,43 @@ static bool file_is(struct tmachine *t, unsigned off, const uint8_t *buf, unsign
 
 #define ALL_FEATURES (~0ull)
 
+/* What brisk says on stderr between stderr_begin() and stderr_end(). */
+struct errcap {
+	char path[32];
+	int fd, saved;
+};
+
+static void stderr_begin(struct errcap *c)
+{
+	strcpy(c->path, "/tmp/brisk-vblk-err-XXXXXX");
+	c->fd = mkstemp(c->path);
+	c->saved = dup(STDERR_FILENO);
+	fflush(stderr);
+	CHECK(c->fd >= 0 && c->saved >= 0 && dup2(c->fd, STDERR_FILENO) >= 0);
+}
+
+/* The lines said, and of them those that hold want. */
+static unsigned stderr_end(struct errcap *c, const char *want, unsigned *holding)
+{
+	char line[512];
+	unsigned lines = 0;
+	FILE *f;
+
+	fflush(stderr);
+	dup2(c->saved, STDERR_FILENO);
+	close(c->saved);
+	*holding = 0;
+	f = fdopen(c->fd, "r");
+	rewind(f);
+	while (fgets(line, sizeof(line), f)) {
+		lines++;
+		*holding += strstr(line, want) != NULL;
+	}
+	fclose(f);
+	unlink(c->path);
+	return lines;
+}
+
 /* ---- tests ---- */
 
 static void test_roundtrips(bool packed, bool indirect)
@@ -954,9 +1023,10 @@ static void test_readonly(void)
  */
 static void test_backend_fault(const char *aio)
 {
-	char drive[64], errpath[] = "/tmp/brisk-vblk-err-XXXXXX", line[512];
-	int errfd = mkstemp(errpath), saved = dup(STDERR_FILENO);
+	char drive[64];
 	struct tmachine *t;
+	struct errcap err;
+	unsigned lines, naming;
 	struct vdev d;
 	struct gq q;
 	uint32_t len;
@@ -966,8 +1036,7 @@ static void test_backend_fault(const char *aio)
 	CHECK(vdev_find(t, 0, &d));
 	vdev_init(&d, &q, 1, 64, ALL_FEATURES);
 	CHECK(ftruncate(t->fd, DISK_SIZE / 2) == 0);
-	fflush(stderr);
-	CHECK(errfd >= 0 && dup2(errfd, STDERR_FILENO) >= 0);
+	stderr_begin(&err);
 	for (unsigned round = 0; round < 2; round++) {
 		/* even slots below the new end, odd slots past it */
 		for (unsigned i = 0; i < 8; i++) {
@@ -989,21 +1058,8 @@ static void test_backend_fault(const char *aio)
 	}
 	CHECK(do_req(&q, (struct breq){ T_IN, 0, 512, 1, false, 0, 0, 0 }, NULL) == S_OK);
 	CHECK(!(vstatus(&d) & 0x40));		/* an I/O error is no guest error */
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-
-	FILE *f = fdopen(errfd, "r");
-	unsigned lines = 0, naming = 0;
-
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		lines++;
-		naming += strstr(line, t->path) != NULL;
-	}
+	lines = stderr_end(&err, t->path, &naming);
 	CHECK(lines == 1 && naming == 1);
-	fclose(f);
-	unlink(errpath);
 	machine_free(t);
 }
 
@@ -1457,6 +1513,7 @@ static void test_hostile(void)
 	for (int e = 0; e < EVIL_COUNT; e++) {
 		vdev_init(&d, &q, 1, 16, ALL_FEATURES & ~(1ull << VIRTIO_F_RING_PACKED));
 		CHECK(do_req(&q, (struct breq){ T_IN, 1, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
+		CHECK(ioeventfds_assigned(t) == 1);
 		irq_take(&d, 0, 0);
 		evil_chain(&q, (enum evil)e);
 		uint64_t cfg_irqs = irq_take(&d, 0, WAIT_MS);
@@ -1466,6 +1523,8 @@ static void test_hostile(void)
 				vstatus(&d), (unsigned long long)cfg_irqs);
 		CHECK(vstatus(&d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 		CHECK(cfg_irqs == 1);
+		/* The I/O thread broke it: doorbells no longer bypass brisk. */
+		CHECK(ioeventfds_assigned(t) == 0);
 		CHECK(canaries_intact(t));
 	}
 	vdev_init(&d, &q, 1, 16, ALL_FEATURES);
@@ -1804,6 +1863,62 @@ static void test_reset_drains(const char *aio)
 }
 
 /*
+ * A reset whose request the host's disk holds (the stall) for longer than
+ * the device's patience: status keeps its value and register writes are
+ * ignored meanwhile, stderr says once which disk holds how many requests,
+ * and when the request comes back the I/O thread completes the reset:
+ * status 0, the transport's registers at their reset values, no doorbell
+ * left to an ioeventfd.
+ */
+#define RESET_WARN_MS 5000	/* VIRTIO_RESET_WARN_NS */
+
+static void test_reset_slow(void)
+{
+	struct tmachine *t = root_machine("reset-slow", "io_uring", "",
+					  "virtio-blk-pci,drive=x,num-queues=1", 0, true);
+	uint64_t c, vec, sel;
+	unsigned lines, naming, zero = 0;
+	struct errcap err;
+	struct vdev d;
+	struct gq q;
+
+	if (!t)
+		return;
+	CHECK(vdev_find(t, 0, &d));
+	c = d.common;
+	vdev_init(&d, &q, 1, 64, ALL_FEATURES);
+	CHECK(ioeventfds_assigned(t) == 1);
+	breq_add(&q, &(struct breq){ T_IN, 8, 4096, 1, false, 0, 0, 0, STALL_GPA });
+	gq_kick(&q);
+	CHECK(stall_wait(t));
+	stderr_begin(&err);
+	mmio_write(t, c + 0x14, 0, 1);
+	mmio_write(t, c + 0x10, 1, 2);		/* msix_config */
+	mmio_write(t, c + 0x16, 1, 2);		/* queue_select */
+	vec = mmio_read(t, c + 0x10, 2);
+	sel = mmio_read(t, c + 0x16, 2);
+	for (long end = now_ms() + RESET_WARN_MS + 500; now_ms() < end;) {
+		zero += vstatus(&d) == 0;
+		usleep(20 * 1000);
+	}
+	stall_release(t, 0);
+	for (long end = now_ms() + WAIT_MS; vstatus(&d) && now_ms() < end;)
+		usleep(1000);
+	/* Checked only now: a failure said while stderr is taken would be lost. */
+	lines = stderr_end(&err, t->path, &naming);
+	CHECK(vec == 0 && sel == 0);
+	CHECK(zero == 0);
+	CHECK(vstatus(&d) == 0);
+	CHECK(lines == 1 && naming == 1);
+	CHECK(mmio_read(t, c + 0x10, 2) == VIRTIO_NO_VECTOR && mmio_read(t, c + 0x16, 2) == 0);
+	CHECK(ioeventfds_assigned(t) == 0);
+	vdev_init(&d, &q, 1, 64, ALL_FEATURES);
+	CHECK(ioeventfds_assigned(t) == 1);
+	CHECK(do_req(&q, (struct breq){ T_IN, 3, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
+	machine_free(t);
+}
+
+/*
  * No DMA after status reads 0: a read lands first in a stalled page, then
  * in an ordinary one.  The driver writes a canary there as soon as the
  * reset is complete; nothing may overwrite it afterwards.
@@ -2018,6 +2133,7 @@ static int main_root(void)
 		test_host_discard(aios[i]);
 		test_writethrough(aios[i]);
 	}
+	test_reset_slow();
 	test_inuse_hostile(false);
 	test_inuse_hostile(true);
 	test_serve_budget();
