@@ -137,11 +137,7 @@ struct vblk_queue {
 
 	/* under s->vdev.lock */
 	bool serving;
-	/*
-	 * Bumped by reset: older requests are dropped.  Written under the
-	 * lock, read atomically by the I/O thread before it submits.
-	 */
-	uint32_t gen;
+	uint32_t gen;		/* bumped by reset: older requests are not published */
 	bool irq_held;		/* used entries published, interrupt not sent */
 	uint64_t last_irq_ns;	/* CLOCK_MONOTONIC of the last interrupt sent */
 	/*
@@ -560,28 +556,12 @@ static void vblk_complete(struct blk_req *br, int64_t res)
 
 /*
  * Hands a batch popped under the lock to the backend, with one submit.  A
- * reset may have come in between: the batch then belongs to a driver that
- * is gone, and is dropped rather than submitted.  (A reset that lands
- * after this check still waits for the batch: it is in in_backend.)
+ * reset may have come in between: the batch is counted in in_backend, so
+ * the reset completes only once it is back, and its completions are not
+ * published (their generation is gone).
  */
-static void vblk_submit(struct vblk_queue *q, struct vblk_req *batch, unsigned n,
-			uint32_t gen)
+static void vblk_submit(struct vblk_queue *q, struct vblk_req *batch)
 {
-	struct virtio_device *vdev = &q->s->vdev;
-
-	if (__atomic_load_n(&q->gen, __ATOMIC_ACQUIRE) != gen) {
-		while (batch) {
-			struct vblk_req *r = batch;
-
-			batch = r->next;
-			free(r);
-		}
-		pthread_mutex_lock(&vdev->lock);
-		__atomic_sub_fetch(&q->in_backend, n, __ATOMIC_RELEASE);
-		virtio_reset_check(vdev);
-		pthread_mutex_unlock(&vdev->lock);
-		return;
-	}
 	while (batch) {
 		struct vblk_req *r = batch;
 
@@ -603,7 +583,6 @@ static bool vblk_kick_round(struct vblk_queue *q)
 	struct vblk_req *now = NULL, *batch = NULL, **tail = &batch;
 	unsigned n, added = 0;
 	bool more = false;
-	uint32_t gen;
 
 	pthread_mutex_lock(&vdev->lock);
 	if (!q->serving || vdev->broken) {
@@ -657,10 +636,9 @@ static bool vblk_kick_round(struct vblk_queue *q)
 		}
 	}
 	vblk_publish_locked(q, now);
-	gen = q->gen;
 	pthread_mutex_unlock(&vdev->lock);
 	if (added)
-		vblk_submit(q, batch, added, gen);
+		vblk_submit(q, batch);
 	return more;
 }
 
@@ -785,7 +763,7 @@ static void vblk_reset(struct virtio_device *vdev)
 
 	for (unsigned i = 0; i < s->nq; i++) {
 		s->q[i].serving = false;
-		__atomic_store_n(&s->q[i].gen, s->q[i].gen + 1, __ATOMIC_RELEASE);
+		s->q[i].gen++;
 		s->q[i].irq_held = false;
 	}
 }
