@@ -14,8 +14,9 @@
  * virtio_error() and NEEDS_RESET.  A request that is well-formed but wrong
  * for its type (IN with extra readable data, OUT with writable data, a bad
  * sector range, a length that is not a multiple of 512, more segments or
- * larger ones than seg_max and size_max allow) fails alone with IOERR and
- * the device keeps serving.
+ * larger ones than seg_max and size_max allow where the driver accepted
+ * them, 4 GiB or more of data) fails alone with IOERR and the device keeps
+ * serving.
  *
  * A reset completes (status reads 0) only once every request taken before
  * it has come back from the backend, which may still be reading or writing
@@ -24,6 +25,7 @@
 #include <assert.h>
 #include <endian.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,10 +83,13 @@
 #define VBLK_MAX_ZERO_SECTORS (1u << 22)
 #define VBLK_DISCARD_ALIGN 8	/* sectors: a typical host file system block */
 /*
- * size_max and seg_max bound a READ/WRITE: at most seg_max data segments
- * of at most size_max bytes each, so a request moves well under 4 GiB.
+ * size_max and seg_max, which the device offers: a driver that accepts
+ * them sends at most seg_max data segments of at most size_max bytes.
+ * Whatever it accepted, a READ/WRITE moves less than 4 GiB (its used
+ * length is 32 bits) in at most IOV_MAX segments.
  */
 #define VBLK_SIZE_MAX (1u << 20)
+#define VBLK_MAX_RW_LEN (UINT32_MAX - 1)
 
 /*
  * Rounds of up to a queue's worth of requests one kick serves before the
@@ -165,6 +170,9 @@ struct vblk {
 	bool writethrough;	/* under vdev.lock: the driver took no FLUSH */
 	uint64_t capacity;	/* sectors */
 	unsigned seg_max;
+	/* Under vdev.lock: seg_max and size_max where the driver took them. */
+	unsigned seg_limit;
+	uint32_t size_limit;
 	unsigned nq;
 	struct vblk_queue *q;
 	unsigned nt;
@@ -238,15 +246,23 @@ static bool vblk_range_ok(const struct vblk *s, uint64_t sector, uint64_t nsec)
 	return sector <= s->capacity && nsec <= s->capacity - sector;
 }
 
-/* The limits the device advertised: seg_max segments of size_max bytes. */
-static bool vblk_segs_ok(const struct vblk *s, const struct iovec *iov, unsigned n)
+/*
+ * The bytes of a READ/WRITE's data segments, in the one walk over them
+ * that also checks the segment limits; above VBLK_MAX_RW_LEN when they
+ * are broken.
+ */
+static uint64_t vblk_data_len(const struct vblk *s, const struct iovec *iov, unsigned n)
 {
-	if (n > s->seg_max)
-		return false;
-	for (unsigned i = 0; i < n; i++)
-		if (iov[i].iov_len > VBLK_SIZE_MAX)
-			return false;
-	return true;
+	uint64_t len = 0;
+
+	if (n > s->seg_limit)
+		return UINT64_MAX;
+	for (unsigned i = 0; i < n; i++) {
+		if (iov[i].iov_len > s->size_limit)
+			return UINT64_MAX;
+		len += iov[i].iov_len;
+	}
+	return len;
 }
 
 static uint8_t vblk_rw(struct vblk_queue *q, struct vblk_req *r, bool write,
@@ -263,17 +279,15 @@ static uint8_t vblk_rw(struct vblk_queue *q, struct vblk_req *r, bool write,
 			return VIRTIO_BLK_S_IOERR;
 		n = e->out_num;
 		iov = iov_skip(e->out_sg, &n, VBLK_HDR_LEN);
-		len = out_size - VBLK_HDR_LEN;
 	} else {
 		if (out_size != VBLK_HDR_LEN)
 			return VIRTIO_BLK_S_IOERR;
 		iov = e->in_sg;
 		n = in_num;
-		len = iov_size(iov, n);
 	}
-	if (!vblk_segs_ok(s, iov, n))
-		return VIRTIO_BLK_S_IOERR;
-	if (len % SECTOR_SIZE || !vblk_range_ok(s, sector, len >> SECTOR_SHIFT))
+	len = vblk_data_len(s, iov, n);
+	if (len > VBLK_MAX_RW_LEN || len % SECTOR_SIZE ||
+	    !vblk_range_ok(s, sector, len >> SECTOR_SHIFT))
 		return VIRTIO_BLK_S_IOERR;
 	if (!len)
 		return VIRTIO_BLK_S_OK;
@@ -282,9 +296,8 @@ static uint8_t vblk_rw(struct vblk_queue *q, struct vblk_req *r, bool write,
 	r->br.iov = iov;
 	r->br.iovcnt = (int)n;
 	r->br.fua = write && s->writethrough;
-	/* Bounded by seg_max * size_max, far below 4 GiB. */
 	if (!write)
-		r->used_len = (uint32_t)(len + 1);
+		r->used_len = (uint32_t)(len + 1);	/* len <= VBLK_MAX_RW_LEN */
 	r->expect = len;
 	return 0xff;
 }
@@ -746,6 +759,10 @@ static int vblk_start(struct virtio_device *vdev)
 
 	/* VIRTIO 1.2, 5.2: without FLUSH, a completed write is on stable storage. */
 	s->writethrough = !(vdev->guest_features & (1ull << VIRTIO_BLK_F_FLUSH));
+	s->seg_limit = vdev->guest_features & (1ull << VIRTIO_BLK_F_SEG_MAX) ?
+		       s->seg_max : IOV_MAX;
+	s->size_limit = vdev->guest_features & (1ull << VIRTIO_BLK_F_SIZE_MAX) ?
+			VBLK_SIZE_MAX : UINT32_MAX;
 	for (unsigned i = 0; i < s->nq; i++) {
 		struct virtio_queue *vq = &vdev->queues[i];
 
