@@ -37,7 +37,7 @@ static void blk_bdev_geometry(struct blk_file *f)
 }
 
 /*
- * The logical block and, with O_DIRECT, the alignment the kernel demands
+ * The host's blocks and, with O_DIRECT, the alignment the kernel demands
  * of offsets, lengths and buffers.  Odd values (not a power of two, or
  * beyond a page) are not trusted: a page is.
  */
@@ -57,23 +57,21 @@ static void blk_file_geometry(struct blk_file *f, const struct stat *st)
 		mem = stx.stx_dio_mem_align;
 	}
 #endif
-	/* A regular file takes O_DIRECT in units of its offset alignment. */
-	if (f->direct && !S_ISBLK(st->st_mode) && offset > f->lbs)
-		f->lbs = offset;
 	if (!blk_pow2(f->lbs, 4096))
 		f->lbs = 4096;
-	if (!blk_pow2(f->pbs, 1u << 20) || f->pbs < f->lbs)
-		f->pbs = f->lbs;
+	if (!f->direct) {
+		f->align = f->mem_align = 1;
+	} else {
+		f->align = offset > f->lbs && blk_pow2(offset, 4096) ? offset : f->lbs;
+		f->mem_align = blk_pow2(mem, 4096) ? mem : f->align;
+	}
+	/* What the host writes whole, as far as brisk can tell. */
+	if (!blk_pow2(f->pbs, 1u << 20) || f->pbs < f->lbs || f->pbs < f->align)
+		f->pbs = f->lbs > f->align ? f->lbs : f->align;
 	if (f->io_min % f->lbs)
 		f->io_min = 0;
 	if (f->io_opt % f->lbs)
 		f->io_opt = 0;
-	if (!f->direct) {
-		f->align = f->mem_align = 1;
-		return;
-	}
-	f->align = offset > f->lbs && blk_pow2(offset, 4096) ? offset : f->lbs;
-	f->mem_align = blk_pow2(mem, 4096) ? mem : f->align;
 }
 
 static int blk_file_check(struct blk_file *f, const char *path)

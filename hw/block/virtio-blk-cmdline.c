@@ -138,6 +138,20 @@ static int parse_queue_count(const char *what, const char *key, const char *val,
 	return 0;
 }
 
+/* A block size, as QEMU takes it: a power of two from 512 to 2 MiB. */
+static int parse_block_size(const char *what, const char *key, const char *val,
+			    unsigned *out)
+{
+	if (parse_unsigned(what, key, val, VBLK_MAX_BLOCK_SIZE, out))
+		return -1;
+	if (*out < 512 || (*out & (*out - 1))) {
+		error_report("%s: %s=%s: need a power of two from 512 to %u", what, key, val,
+			     VBLK_MAX_BLOCK_SIZE);
+		return -1;
+	}
+	return 0;
+}
+
 /* QEMU's identifier rule: a letter, then letters, digits, '-', '.', '_'. */
 static bool id_valid(const char *id)
 {
@@ -371,7 +385,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 	static const char *const keys[] = {
 		"drive", "packed", "num-queues", "queue-size", "serial",
 		"event_idx", "indirect_desc", "poll-us", "iothreads", "irq-coalesce-us",
-		"irq-interval-us",
+		"irq-interval-us", "logical_block_size", "physical_block_size",
 	};
 	const char *w = "-device virtio-blk-pci";
 	unsigned long v;
@@ -383,7 +397,8 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 	if (k == ARRAY_SIZE(keys)) {
 		error_report("%s: unknown option '%s' (known: drive, packed, num-queues, "
 			     "queue-size, serial, event_idx, indirect_desc, poll-us, iothreads, "
-			     "irq-coalesce-us, irq-interval-us)",
+			     "irq-coalesce-us, irq-interval-us, logical_block_size, "
+			     "physical_block_size)",
 			     w, key);
 		return -1;
 	}
@@ -439,8 +454,12 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 		return parse_queue_count(w, key, val, &dc->iothreads);
 	case 9:
 		return parse_unsigned(w, key, val, VBLK_MAX_COALESCE_US, &dc->irq_coalesce_us);
-	default:
+	case 10:
 		return parse_unsigned(w, key, val, VBLK_MAX_COALESCE_US, &dc->irq_interval_us);
+	case 11:
+		return parse_block_size(w, key, val, &dc->logical_block_size);
+	default:
+		return parse_block_size(w, key, val, &dc->physical_block_size);
 	}
 }
 
@@ -476,6 +495,12 @@ int blk_cmdline_device(struct blk_cmdline *c, const char *arg)
 		goto fail;
 	if (!dc.drive_id) {
 		error_report("-device virtio-blk-pci: drive= is missing");
+		goto fail;
+	}
+	if (dc.physical_block_size && dc.physical_block_size < dc.logical_block_size) {
+		error_report("-device virtio-blk-pci: physical_block_size=%u is smaller than "
+			     "logical_block_size=%u", dc.physical_block_size,
+			     dc.logical_block_size);
 		goto fail;
 	}
 	if (push_device(c, &dc) < 0)

@@ -19,6 +19,7 @@
 #define VBLK_DEFAULT_POLL_US 2000
 #define VBLK_MAX_POLL_US 1000000
 #define VBLK_MAX_COALESCE_US 1000000
+#define VBLK_MAX_BLOCK_SIZE (2u << 20)	/* QEMU's bound for both block sizes */
 
 struct vblk;
 
@@ -44,6 +45,8 @@ struct blk_device_cfg {
 	unsigned iothreads;	/* I/O threads; queue i runs on i % n */
 	unsigned irq_coalesce_us;	/* 0: every batch interrupts at once */
 	unsigned irq_interval_us;	/* 0: no minimum gap between interrupts */
+	/* blk_size and the physical block offered the guest; 0: from the host */
+	unsigned logical_block_size, physical_block_size;
 	char serial[VBLK_SERIAL_LEN + 1];
 	struct vblk *dev;	/* the live device, once created */
 };

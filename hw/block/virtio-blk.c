@@ -811,17 +811,25 @@ static void put_le32(uint8_t *p, uint32_t v)
 }
 
 /*
- * The host's block geometry, so the guest sizes its I/O to it: blk_size is
- * the logical block Linux then uses (cache=none on a 4 KiB-sector host
- * cannot write less), topology the physical block and I/O sizes.
+ * The block geometry the guest sees: blk_size is its logical block, the
+ * smallest unit Linux then reads and writes.  That stays 512 unless
+ * O_DIRECT wants more (cache=none on a 4 KiB-sector host) or the command
+ * line says otherwise, since a guest's partitions and file systems may
+ * depend on it (a 1 KiB ext4, a GPT made with 512-byte sectors).  The
+ * host's physical block and I/O sizes go into the topology, which Linux
+ * follows without changing its logical block.
  */
-static void vblk_config_geometry(struct vblk *s)
+static void vblk_config_geometry(struct vblk *s, const struct blk_device_cfg *cfg)
 {
 	const struct blk_file *f = s->file;
-	unsigned lbs = f->lbs, exp = 0, dalign = f->lbs / SECTOR_SIZE;
+	unsigned lbs = cfg->logical_block_size ? cfg->logical_block_size :
+		       f->direct ? f->align : SECTOR_SIZE;
+	unsigned pbs = cfg->physical_block_size ? cfg->physical_block_size :
+		       f->pbs > lbs ? f->pbs : lbs;
+	unsigned exp = 0, dalign = (f->lbs > lbs ? f->lbs : lbs) / SECTOR_SIZE;
 	uint16_t min_io = htole16((uint16_t)(f->io_min / lbs > 0xffff ? 0 : f->io_min / lbs));
 
-	while ((lbs << (exp + 1)) <= f->pbs && exp < 15)
+	while ((lbs << (exp + 1)) <= pbs && exp < 15)
 		exp++;
 	put_le32(s->config + CFG_BLK_SIZE, lbs);
 	s->config[CFG_PHYS_BLOCK_EXP] = (uint8_t)exp;
@@ -832,16 +840,16 @@ static void vblk_config_geometry(struct vblk *s)
 		 dalign > VBLK_DISCARD_ALIGN ? dalign : VBLK_DISCARD_ALIGN);
 }
 
-static void vblk_config_init(struct vblk *s, unsigned queue_size)
+static void vblk_config_init(struct vblk *s, const struct blk_device_cfg *cfg)
 {
 	uint64_t cap = htole64(s->capacity);
 	uint16_t nq = htole16((uint16_t)s->nq);
 
-	s->seg_max = queue_size > 2 ? queue_size - 2 : 1;
+	s->seg_max = cfg->queue_size > 2 ? cfg->queue_size - 2 : 1;
 	memcpy(s->config + CFG_CAPACITY, &cap, 8);
 	put_le32(s->config + CFG_SIZE_MAX, VBLK_SIZE_MAX);
 	put_le32(s->config + CFG_SEG_MAX, s->seg_max);
-	vblk_config_geometry(s);
+	vblk_config_geometry(s, cfg);
 	memcpy(s->config + CFG_NUM_QUEUES, &nq, 2);
 	put_le32(s->config + CFG_MAX_DISCARD_SECTORS, VBLK_MAX_ZERO_SECTORS);
 	put_le32(s->config + CFG_MAX_DISCARD_SEG, VBLK_MAX_ZERO_SEG);
@@ -1007,7 +1015,14 @@ struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
 	if (s->nq > VBLK_MAX_QUEUES)
 		s->nq = VBLK_MAX_QUEUES;
 	memcpy(s->serial, cfg->serial, strnlen(cfg->serial, VBLK_SERIAL_LEN));
-	vblk_config_init(s, cfg->queue_size);
+	if (cfg->physical_block_size && cfg->physical_block_size < s->file->align &&
+	    !cfg->logical_block_size) {
+		error_report("virtio-blk %s: physical_block_size=%u is smaller than the "
+			     "logical block cache=none needs here (%u)", d->file,
+			     cfg->physical_block_size, s->file->align);
+		goto fail;
+	}
+	vblk_config_init(s, cfg);
 	if (virtio_device_init(&s->vdev, VIRTIO_ID_BLOCK, vblk_features(s, cfg),
 			       VBLK_CONFIG_LEN, s->nq, (uint16_t)cfg->queue_size,
 			       &m->mem, &vblk_ops, s) < 0) {

@@ -34,11 +34,11 @@ struct blk_file {
 	bool direct;		/* opened O_DIRECT */
 	bool blockdev;		/* a host block device, not a regular file */
 	/*
-	 * The host's logical block (512 to 4096): a device should offer it
-	 * to its guest as the smallest unit to write.  A block device's
-	 * own; with O_DIRECT, a regular file's offset alignment; else 512.
-	 * pbs, io_min, io_opt: the rest of a block device's topology, in
-	 * bytes (pbs == lbs and 0 when the host says nothing).
+	 * The host's logical block (512 to 4096): a block device's own, 512
+	 * for a regular file.  pbs: what the host writes whole, as far as
+	 * brisk can tell (a block device's physical block, at least lbs and
+	 * align).  io_min, io_opt: a block device's I/O sizes, 0 when it
+	 * says nothing.  All in bytes.
 	 */
 	unsigned int lbs, pbs, io_min, io_opt;
 	/*

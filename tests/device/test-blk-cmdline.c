@@ -79,7 +79,8 @@ static void test_good(void)
 		    "cache=none,readonly=on"),
 		  L("virtio-blk-pci,drive=d0,packed=on,num-queues=4,queue-size=128,"
 		    "serial=SER-01,event_idx=off,indirect_desc=off,poll-us=0,iothreads=2,"
-		    "irq-coalesce-us=250,irq-interval-us=300"),
+		    "irq-coalesce-us=250,irq-interval-us=300,logical_block_size=4096,"
+		    "physical_block_size=2097152"),
 		  &c) == 0);
 	CHECK(stderr_lines() == 0);
 	if (c) {
@@ -97,6 +98,8 @@ static void test_good(void)
 		CHECK(c->devs[0].iothreads == 2);
 		CHECK(c->devs[0].irq_coalesce_us == 250);
 		CHECK(c->devs[0].irq_interval_us == 300);
+		CHECK(c->devs[0].logical_block_size == 4096);
+		CHECK(c->devs[0].physical_block_size == 2097152);
 		blk_cmdline_free(c);
 	}
 
@@ -118,6 +121,7 @@ static void test_good(void)
 		CHECK(c->devs[0].poll_us == VBLK_DEFAULT_POLL_US);
 		CHECK(c->devs[1].poll_us == VBLK_DEFAULT_POLL_US);
 		CHECK(c->devs[0].iothreads == 1);
+		CHECK(!c->devs[0].logical_block_size && !c->devs[0].physical_block_size);
 		CHECK(c->devs[0].irq_coalesce_us == 0);
 		CHECK(c->devs[0].irq_interval_us == 0);
 		CHECK(c->devs[0].serial[0] == '\0');
@@ -178,6 +182,12 @@ static void test_bad(void)
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,irq-coalesce-us=1ms"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,irq-interval-us=1000001"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,irq-interval-us=-1"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,logical_block_size=256"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,logical_block_size=3072"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,physical_block_size=4194304"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,logical-block-size=4096"));
+	BAD(L("file=a,if=none,id=d"),
+	    L("virtio-blk-pci,drive=d,logical_block_size=4096,physical_block_size=512"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,packed"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,drive=d"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,addr=3"));

@@ -1612,6 +1612,23 @@ static void test_segment_limits(void)
 	machine_free(t);
 }
 
+/* logical_block_size= and physical_block_size= reach the config space. */
+static void test_block_size_options(void)
+{
+	struct tmachine *t = machine_new("file=%s,if=none,id=x",
+		"virtio-blk-pci,drive=x,logical_block_size=4096,physical_block_size=16384", 1);
+	struct vdev d;
+	struct gq q;
+
+	CHECK(vdev_find(t, 0, &d));
+	vdev_init(&d, &q, 1, 16, ALL_FEATURES);
+	CHECK(mmio_read(t, d.device + 20, 4) == 4096);
+	CHECK(mmio_read(t, d.device + 24, 1) == 2);
+	CHECK(do_req(&q, (struct breq){ T_IN, 8, 4096, 1, false, 0, 0, 0 }, NULL) == S_OK);
+	CHECK(slot_data(t, 0)[0] == disk_byte(8 * 512));
+	machine_free(t);
+}
+
 /*
  * Whatever the driver accepted, a READ moves less than 4 GiB: its used
  * length (data + status byte) is 32 bits.  The disk is a sparse file
@@ -2122,6 +2139,42 @@ static void test_host_4k(const char *aio)
 	machine_free(t);
 }
 
+/*
+ * The geometry a 4 KiB-sector host device gets its guest.  Without
+ * cache=none nothing forces 4 KiB on the guest: blk_size stays 512 (a
+ * guest's partitions and file systems may be laid out in 512-byte
+ * sectors) and the host's 4 KiB is the physical block (topology: 2^3
+ * logical blocks).  logical_block_size= and physical_block_size= set
+ * either, as in QEMU.
+ */
+static void test_host_geometry(void)
+{
+	static const struct {
+		const char *device;
+		unsigned blk_size, exp;
+	} cases[] = {
+		{ "virtio-blk-pci,drive=x", 512, 3 },
+		{ "virtio-blk-pci,drive=x,logical_block_size=4096", 4096, 0 },
+		{ "virtio-blk-pci,drive=x,physical_block_size=65536", 512, 7 },
+	};
+
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct tmachine *t = root_machine("host-geometry", "io_uring", "",
+						  cases[i].device, 4096, false);
+		struct vdev d;
+		struct gq q;
+
+		if (!t)
+			return;
+		CHECK(vdev_find(t, 0, &d));
+		CHECK(vdev_init(&d, &q, 1, 16, ALL_FEATURES) >> 6 & 1);	/* BLK_SIZE */
+		CHECK(mmio_read(t, d.device + 20, 4) == cases[i].blk_size);
+		CHECK(mmio_read(t, d.device + 24, 1) == cases[i].exp);
+		CHECK(mmio_read(t, d.device, 8) == DISK_SIZE / 512);	/* capacity: 512-byte sectors */
+		machine_free(t);
+	}
+}
+
 /* A guest DISCARD reaches a host block device as a discard, never as writes. */
 static void test_host_discard(const char *aio)
 {
@@ -2194,6 +2247,7 @@ static int main_root(void)
 		test_writethrough(aios[i]);
 	}
 	test_reset_slow();
+	test_host_geometry();
 	test_inuse_hostile(false);
 	test_inuse_hostile(true);
 	test_serve_budget();
@@ -2233,6 +2287,7 @@ int main(int argc, char **argv)
 	test_two_devices();
 	test_segment_limits();
 	test_rw_len_cap();
+	test_block_size_options();
 	test_direct_misaligned("io_uring");
 	test_direct_misaligned("threads");
 	return check_summary();
