@@ -29,7 +29,32 @@ struct blk_queue {
 	 * do without blocking (BLKDISCARD), made at first need.
 	 */
 	struct blk_queue *aux;
+	/*
+	 * Requests the file's gate let through on another thread, for this
+	 * one to hand to the backend (under f->lock); resume_fd wakes it.
+	 * -1 where nothing can wait at the gate (no O_DIRECT).
+	 */
+	int resume_fd;
+	struct blk_req *resume_head, *resume_tail;
 };
+
+/* Hands req to the backend now (the discard worker threads included). */
+void blk_queue_go(struct blk_queue *q, struct blk_req *req);
+
+/*
+ * block/align.c: O_DIRECT for requests of any 512-byte sectors from any
+ * buffers (bounce buffers, read-modify-write, the file's gate), and
+ * WRITE_ZEROES of part of a block a host block device would refuse.
+ */
+void blk_align_file_init(struct blk_file *f);
+/* True when it took req (parked, bounced or split); false: go on with it. */
+bool blk_align_add(struct blk_queue *q, struct blk_req *req);
+/* The resume eventfd of a queue on f, where requests may wait. */
+int blk_align_queue_init(struct blk_queue *q);
+/* Before the backend is freed: its waiters fail -ECANCELED, the let-through go. */
+void blk_align_queue_fini(struct blk_queue *q);
+/* A tracked write is done: the gate lets the next ones through. */
+void blk_gate_leave(struct blk_file *f, uint8_t gate, uint64_t bytes);
 
 /* Returns NULL with -errno in *err when io_uring itself is unusable. */
 struct blk_queue *blk_uring_new(struct blk_file *f, struct iothread *t,

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "block/block.h"
+#include "block-int.h"
 #include "util/log.h"
 
 /* Sector size the device exposes; images must be whole sectors. */
@@ -98,6 +98,11 @@ static int blk_file_check(struct blk_file *f, const char *path)
 		error_report("%s: not a regular file or block device", path);
 		return -1;
 	}
+	f->blockdev = S_ISBLK(st.st_mode);
+	blk_file_geometry(f, &st);
+	/* A block device serves whole logical blocks: a tail past the last is not there. */
+	if (f->blockdev)
+		f->size &= ~(uint64_t)(f->lbs - 1);
 	if (f->size == 0) {
 		error_report("%s: is empty", path);
 		return -1;
@@ -107,8 +112,16 @@ static int blk_file_check(struct blk_file *f, const char *path)
 			     path, f->size, BLK_SECTOR);
 		return -1;
 	}
-	f->blockdev = S_ISBLK(st.st_mode);
-	blk_file_geometry(f, &st);
+	/*
+	 * O_DIRECT reaches the last block only whole, and writing it whole
+	 * would grow the file past the size the guest was given.
+	 */
+	if (f->size % f->align) {
+		error_report("%s: cache=none: size %" PRIu64 " is not a multiple of "
+			     "the %u-byte blocks O_DIRECT takes here (use cache=writeback, "
+			     "or resize the image)", path, f->size, f->align);
+		return -1;
+	}
 	return 0;
 }
 
@@ -140,6 +153,7 @@ struct blk_file *blk_file_open(const struct blk_file_opts *opts)
 	}
 	if (blk_file_check(f, opts->path) < 0)
 		goto fail;
+	blk_align_file_init(f);
 	if (fcntl(f->fd, F_SETFL, fcntl(f->fd, F_GETFL) & ~O_NONBLOCK) < 0) {
 		error_report("%s: %s", opts->path, strerror(errno));
 		goto fail;
@@ -157,6 +171,7 @@ void blk_file_close(struct blk_file *f)
 {
 	if (!f)
 		return;
+	pthread_mutex_destroy(&f->lock);
 	close(f->fd);
 	free(f->path);
 	free(f);

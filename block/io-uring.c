@@ -456,7 +456,7 @@ struct blk_queue *blk_uring_new(struct blk_file *f, struct iothread *t,
 		return NULL;
 	}
 	u->q = (struct blk_queue){ .ops = &uring_ops, .f = f, .t = t,
-				   .aio = BLK_AIO_IO_URING };
+				   .aio = BLK_AIO_IO_URING, .resume_fd = -1 };
 	u->submit = uring_submit_real;
 	u->retry_fd = -1;
 	return &u->q;

@@ -20,136 +20,43 @@ struct blk_queue *blk_queue_new(struct blk_file *f, struct iothread *t,
 		int err = 0;
 
 		q = blk_uring_new(f, t, &err);
-		if (q)
-			return q;
-		if (!err)
+		if (!q && !err)
 			return NULL;	/* already reported */
-		error_report_once(&f->fallback_reported,
-				  "io_uring unavailable (%s), using aio=threads",
-				  strerror(-err));
+		if (!q)
+			error_report_once(&f->fallback_reported,
+					  "io_uring unavailable (%s), using aio=threads",
+					  strerror(-err));
 	}
-	return blk_threads_new(f, t);
-}
-
-/*
- * O_DIRECT bounce buffer (the host's request alignment): the backend sees
- * an aligned request of its own over an aligned buffer.
- */
-struct blk_bounce {
-	struct blk_req req;
-	struct blk_req *orig;
-	struct blk_file *f;
-	struct iovec iov;
-	size_t skip;		/* where orig's bytes start in the buffer */
-	uint64_t len;		/* orig's bytes */
-};
-
-static bool blk_req_aligned(const struct blk_file *f, const struct blk_req *req,
-			    uint64_t total)
-{
-	if ((req->offset | total) & (f->align - 1))
-		return false;
-	for (int i = 0; i < req->iovcnt; i++)
-		if (((uintptr_t)req->iov[i].iov_base & (f->mem_align - 1)) ||
-		    (req->iov[i].iov_len & (f->align - 1)))
-			return false;
-	return true;
-}
-
-static void blk_iov_copy(const struct iovec *iov, int n, uint8_t *buf, uint64_t len,
-			 bool to_buf)
-{
-	for (int i = 0; i < n && len; i++) {
-		size_t l = iov[i].iov_len < len ? iov[i].iov_len : len;
-
-		if (to_buf)
-			memcpy(buf, iov[i].iov_base, l);
-		else
-			memcpy(iov[i].iov_base, buf, l);
-		buf += l;
-		len -= l;
-	}
-}
-
-static void blk_bounce_done(struct blk_req *r, int64_t res)
-{
-	struct blk_bounce *b = container_of(r, struct blk_bounce, req);
-	struct blk_req *orig = b->orig;
-
-	if (res >= 0 && (uint64_t)res != b->iov.iov_len)
-		res = -EIO;
-	if (res >= 0 && orig->op == BLK_OP_READ)
-		blk_iov_copy(orig->iov, orig->iovcnt, (uint8_t *)b->iov.iov_base + b->skip,
-			     b->len, false);
-	if (res >= 0)
-		res = (int64_t)b->len;
-	__atomic_sub_fetch(&b->f->bounce_bytes, b->iov.iov_len, __ATOMIC_RELAXED);
-	free(b->iov.iov_base);
-	free(b);
-	orig->cb(orig, res);
-}
-
-/*
- * Returns the request the backend should see instead of req, or NULL when
- * req cannot be carried out (a write of part of a host block, no memory,
- * more than BLK_BOUNCE_MAX of bounce buffers in flight for the file): req
- * then goes to the backend broken, and fails there -EINVAL.
- */
-static struct blk_req *blk_bounce(struct blk_file *f, struct blk_req *req,
-				  uint64_t total)
-{
-	uint64_t start = req->offset & ~(uint64_t)(f->align - 1);
-	uint64_t end = (req->offset + total + f->align - 1) & ~(uint64_t)(f->align - 1);
-	size_t balign = f->align > f->mem_align ? f->align : f->mem_align;
-	struct blk_bounce *b;
-
-	if (req->op == BLK_OP_WRITE && (start != req->offset || end != req->offset + total))
-		return NULL;
-	/* Guests choose how much of this there is: host memory stays bounded. */
-	if (__atomic_add_fetch(&f->bounce_bytes, end - start, __ATOMIC_RELAXED) > BLK_BOUNCE_MAX ||
-	    !(b = calloc(1, sizeof(*b)))) {
-		__atomic_sub_fetch(&f->bounce_bytes, end - start, __ATOMIC_RELAXED);
+	if (!q)
+		q = blk_threads_new(f, t);
+	if (q && blk_align_queue_init(q) < 0) {
+		error_report("%s: cannot set up a queue: %s", f->path, strerror(errno));
+		q->ops->free(q);
 		return NULL;
 	}
-	b->iov.iov_len = end - start;
-	b->iov.iov_base = aligned_alloc(balign, b->iov.iov_len);
-	if (!b->iov.iov_base) {
-		__atomic_sub_fetch(&f->bounce_bytes, end - start, __ATOMIC_RELAXED);
-		free(b);
-		return NULL;
-	}
-	b->f = f;
-	b->orig = req;
-	b->skip = req->offset - start;
-	b->len = total;
-	if (req->op == BLK_OP_WRITE)
-		blk_iov_copy(req->iov, req->iovcnt, b->iov.iov_base, total, true);
-	b->req = (struct blk_req){
-		.op = req->op, .offset = start, .fua = req->fua,
-		.iov = &b->iov, .iovcnt = 1, .cb = blk_bounce_done,
-	};
-	return &b->req;
+	return q;
 }
 
 void blk_queue_add(struct blk_queue *q, struct blk_req *req)
 {
 	struct blk_file *f = q->f;
-	uint64_t total;
 
 	assert(!q->closing);
-	if (f->align > 1 && (req->op == BLK_OP_READ || req->op == BLK_OP_WRITE) &&
-	    blk_req_check(f, req, &total) == 0 && total && !blk_req_aligned(f, req, total)) {
-		struct blk_req *b = blk_bounce(f, req, total);
-
-		if (b)
-			req = b;
-		else
-			req->iovcnt = -1;	/* blk_req_check() fails it */
-	}
 	req->done = 0;
 	req->err = 0;
+	req->fail = 0;
 	req->syncing = false;
+	req->gate = 0;
 	req->next = NULL;
+	if ((f->align > 1 || f->blockdev) && blk_align_add(q, req))
+		return;
+	blk_queue_go(q, req);
+}
+
+void blk_queue_go(struct blk_queue *q, struct blk_req *req)
+{
+	struct blk_file *f = q->f;
+
 	if (req->op == BLK_OP_DISCARD && f->blockdev && q->aio == BLK_AIO_IO_URING &&
 	    !__atomic_load_n(&f->no_discard, __ATOMIC_RELAXED)) {
 		if (!q->aux)
@@ -187,6 +94,7 @@ void blk_queue_free(struct blk_queue *q)
 	if (!q)
 		return;
 	q->closing = true;
+	blk_align_queue_fini(q);
 	blk_queue_free(q->aux);
 	q->ops->free(q);
 }
@@ -217,6 +125,8 @@ int blk_req_check(const struct blk_file *f, const struct blk_req *req,
 	uint64_t sum = 0;
 
 	*total = 0;
+	if (req->fail)
+		return req->fail;
 	switch (req->op) {
 	case BLK_OP_READ:
 	case BLK_OP_WRITE:
@@ -320,9 +230,15 @@ void blk_zero_unsupported(struct blk_file *f, enum blk_zero_how how)
 
 void blk_req_finish(struct blk_queue *q, struct blk_req *req, int64_t res)
 {
+	uint8_t gate = req->gate;
+
 	if (res < 0)
 		error_report_once(&q->f->error_reported, "%s: I/O error: %s",
 				  q->f->path, strerror((int)-res));
 	req->next = NULL;
+	if (gate) {
+		req->gate = 0;
+		blk_gate_leave(q->f, gate, 0);
+	}
 	req->cb(req, res);
 }

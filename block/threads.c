@@ -282,10 +282,11 @@ static void threads_free(struct blk_queue *q)
 
 	/* Waits out a running handler; the done list is then ours to run. */
 	iothread_del_fd(q->t, th->efd);
-	threads_submit(q);
 	while (th->inflight) {
 		struct blk_req *list;
 
+		/* Also what callbacks added meanwhile (a bounce's next window). */
+		threads_submit(q);
 		pthread_mutex_lock(&th->lock);
 		while (!th->done.head)
 			pthread_cond_wait(&th->done_cond, &th->lock);
@@ -314,7 +315,7 @@ struct blk_queue *blk_threads_new(struct blk_file *f, struct iothread *t)
 		return NULL;
 	}
 	th->q = (struct blk_queue){ .ops = &threads_ops, .f = f, .t = t,
-				    .aio = BLK_AIO_THREADS };
+				    .aio = BLK_AIO_THREADS, .resume_fd = -1 };
 	pthread_mutex_init(&th->lock, NULL);
 	pthread_cond_init(&th->work_cond, NULL);
 	pthread_cond_init(&th->done_cond, NULL);

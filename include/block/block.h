@@ -2,6 +2,7 @@
 #ifndef BRISK_BLOCK_BLOCK_H
 #define BRISK_BLOCK_BLOCK_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -25,7 +26,16 @@ struct blk_file_opts {
 	enum blk_cache cache;
 };
 
+/*
+ * O_DIRECT bounce buffers: at most BLK_BOUNCE_MAX bytes of them in flight
+ * per file, each at most BLK_BOUNCE_WINDOW bytes (a larger request moves
+ * through its buffer a window at a time).
+ */
 #define BLK_BOUNCE_MAX (64ull << 20)
+#define BLK_BOUNCE_WINDOW (1ull << 20)
+
+struct blk_queue;
+struct blk_req;
 
 struct blk_file {
 	int fd;
@@ -43,16 +53,21 @@ struct blk_file {
 	unsigned int lbs, pbs, io_min, io_opt;
 	/*
 	 * What O_DIRECT demands (1 without it): offsets and lengths in
-	 * multiples of align, buffers on mem_align.  Requests whose buffers
-	 * are not go through an aligned bounce buffer; reads whose range is
-	 * not are widened to whole blocks; such writes fail -EINVAL, as a
-	 * block of the host holds data of other requests.  Past
-	 * BLK_BOUNCE_MAX of bounce buffers in flight, requests that need one
-	 * fail -EINVAL too: guests must not decide how much host memory
-	 * brisk takes.
+	 * multiples of align, buffers on mem_align.  block/align.c makes
+	 * any request of whole 512-byte sectors fit (see there).
 	 */
 	unsigned int align, mem_align;
-	uint64_t bounce_bytes;	/* atomic: bounce buffers in flight */
+	/*
+	 * align > 512: a write of part of a host block is a read-modify-write,
+	 * and writes pass the file's gate (block/align.c).
+	 */
+	bool serialise;
+	/* The gate: under lock, shared by every queue of the file. */
+	pthread_mutex_t lock;
+	uint64_t bounce_bytes;	/* bounce buffers taken */
+	unsigned int writes;	/* tracked writes in flight */
+	bool rmw;		/* a read-modify-write in flight: alone */
+	struct blk_req *wait_head, *wait_tail;	/* parked, first come first served */
 	char *path;
 	bool error_reported;	/* error_report_once() flag */
 	bool fallback_reported;	/* "io_uring unavailable" said once */
@@ -101,7 +116,10 @@ struct blk_req {
 	/* backend-private */
 	uint64_t done;
 	int err;
+	int fail;		/* -errno: complete with it, without any I/O */
 	bool syncing;		/* fua: the zeroing is done, its sync is not */
+	uint8_t gate;		/* what it holds of, or waits for at, the file's gate */
+	struct blk_queue *owner;	/* while parked: the queue to resume it on */
 	struct blk_req *next;
 };
 
@@ -131,9 +149,11 @@ void blk_queue_poll_run(struct blk_queue *q);
  * which waits for a running completion handler to return; from then on q
  * belongs to the caller, and the callbacks of the remaining requests run on
  * the calling thread, so they must only touch what the caller may touch at
- * teardown (a reset device just marks them dropped).  No callback runs
- * after it returns.  Callbacks must not call blk_queue_free() themselves,
- * and the queue's iothread must outlive it (free the queue first).
+ * teardown (a reset device just marks them dropped).  Requests still
+ * waiting at the file's gate (block/align.c) complete -ECANCELED without
+ * any I/O.  No callback runs after it returns.  Callbacks must not call
+ * blk_queue_free() themselves, and the queue's iothread must outlive it
+ * (free the queue first).
  */
 void blk_queue_free(struct blk_queue *q);
 /* The backend really in use (io_uring may fall back to threads). */

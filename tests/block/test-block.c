@@ -511,17 +511,69 @@ static bool t_direct_misaligned(struct env *e, enum blk_aio aio)
 	t.r.iovcnt = 1;
 	CHECK(run(e, &t, 1) && t.res == 8192);
 	CHECK(memcmp(back, w + 16, 8192) == 0);
-	/* With the bounce budget spent, a request needing one fails alone. */
 	CHECK(e->f->bounce_bytes == 0);
-	e->f->bounce_bytes = BLK_BOUNCE_MAX;
-	treq_init(e, &t, BLK_OP_READ, 65536);
-	t.iov[0] = (struct iovec){ r + 16, 8192 };
-	t.r.iovcnt = 1;
-	CHECK(run(e, &t, 1) && t.res == -EINVAL);
-	e->f->bounce_bytes = 0;
 	free(w);
 	free(r);
 	free(back);
+	return true;
+}
+
+/*
+ * More bounce buffers than a file may hold (BLK_BOUNCE_MAX): 80 misaligned
+ * reads of 1 MiB in one batch, and an 80 MiB misaligned write, larger than
+ * the cap on its own.  None fails: past the cap they wait their turn, and
+ * the large one moves through a bounce window at a time.  The bounce
+ * bytes held never pass the cap.
+ */
+enum { BP_N = 80, BP_LEN = 1 << 20, BP_BIG = BP_N * BP_LEN };
+
+static const struct blk_file *bp_file;
+static uint64_t bp_peak;
+
+/* Runs on this thread, as does every change of the count (one queue). */
+static void bp_cb(struct blk_req *r, int64_t res)
+{
+	if (bp_peak < bp_file->bounce_bytes)
+		bp_peak = bp_file->bounce_bytes;
+	treq_cb(r, res);
+}
+
+static bool t_direct_backpressure(struct env *e, enum blk_aio aio)
+{
+	static struct treq t[BP_N + 1];
+	unsigned char *big = malloc(BP_BIG + 64), *bufs = malloc((size_t)BP_N * BP_LEN + 64);
+	int reopen, ok = 0;
+
+	CHECK(big && bufs);
+	CHECK(truncate(e->path, 128 << 20) == 0);
+	reopen = env_reopen_direct(e, aio);
+	if (reopen) {
+		free(big);
+		free(bufs);
+		return reopen > 0;
+	}
+	fill(big + 16, BP_BIG, 5);
+	treq_init(e, &t[0], BLK_OP_WRITE, 8 << 20);
+	t[0].iov[0] = (struct iovec){ big + 16, BP_BIG };
+	t[0].r.iovcnt = 1;
+	CHECK(run(e, t, 1) && t[0].res == BP_BIG);
+	for (int i = 0; i < BP_N; i++) {
+		treq_init(e, &t[i], BLK_OP_READ, (8 << 20) + (uint64_t)i * BP_LEN);
+		t[i].iov[0] = (struct iovec){ bufs + 16 + (size_t)i * BP_LEN, BP_LEN };
+		t[i].r.iovcnt = 1;
+		t[i].r.cb = bp_cb;
+	}
+	bp_file = e->f;
+	bp_peak = 0;
+	CHECK(run(e, t, BP_N));
+	for (int i = 0; i < BP_N; i++)
+		ok += t[i].res == BP_LEN;
+	CHECK(ok == BP_N);
+	CHECK(memcmp(bufs + 16, big + 16, (size_t)BP_N * BP_LEN) == 0);
+	CHECK(bp_peak == BLK_BOUNCE_MAX);	/* reached: the rest waited */
+	CHECK(e->f->bounce_bytes == 0);
+	free(big);
+	free(bufs);
 	return true;
 }
 
@@ -815,7 +867,7 @@ static int enospc_child(void)
 			return 1;
 		env_close(&e);
 	}
-	umount(mnt);
+	umount2(mnt, MNT_DETACH);
 	rmdir(mnt);
 	return 0;
 }
@@ -841,28 +893,34 @@ static void report(const char *name, bool ok);
 
 /* --- on a host block device: a loop device over a file (root) --- */
 
+/* What lenv_open() writes to the backing file. */
+static const unsigned char *loop_pattern(void)
+{
+	static unsigned char p[FILE_SIZE];
+
+	fill(p, sizeof(p), 1);
+	return p;
+}
+
 struct lenv {
 	struct env e;
 	struct loopdev l;
 	char backing[4200];
 };
 
-/* NULL, or why the test cannot run here. */
+/* NULL, or why the test cannot run here.  extra: bytes past FILE_SIZE. */
 static const char *lenv_open(struct lenv *le, enum blk_aio aio, unsigned bs,
-			     enum blk_cache cache)
+			     enum blk_cache cache, off_t extra)
 {
-	static unsigned char pattern[FILE_SIZE];
 	const char *why = NULL;
 	int fd;
 
 	memset(le, 0, sizeof(*le));
 	le->l.fd = -1;
-	if (!make_file(le->backing, sizeof(le->backing), "loop.raw", FILE_SIZE))
+	if (!make_file(le->backing, sizeof(le->backing), "loop.raw", FILE_SIZE + extra))
 		return "cannot make the backing file";
-	fill(pattern, sizeof(pattern), 1);
 	fd = open(le->backing, O_WRONLY);
-	if (fd < 0 || pwrite(fd, pattern, sizeof(pattern), 0) != (ssize_t)sizeof(pattern) ||
-	    fsync(fd) < 0)
+	if (fd < 0 || pwrite(fd, loop_pattern(), FILE_SIZE, 0) != FILE_SIZE || fsync(fd) < 0)
 		why = "cannot fill the backing file";
 	if (fd >= 0)
 		close(fd);
@@ -883,33 +941,124 @@ static void lenv_close(struct lenv *le)
 	unlink(le->backing);
 }
 
+/* What the device holds at [off, off + len), read whole blocks, aligned. */
+static bool loop_holds(struct env *e, uint64_t off, const unsigned char *want, size_t len)
+{
+	uint64_t start = off & ~4095ull, end = (off + len + 4095) & ~4095ull;
+	unsigned char *buf = aligned_alloc(4096, end - start);
+	int64_t res;
+	bool ok = buf && io1(e, BLK_OP_READ, start, buf, end - start, &res) &&
+		  res == (int64_t)(end - start) && !memcmp(buf + (off - start), want, len);
+
+	free(buf);
+	return ok;
+}
+
 /*
  * A 4 KiB-sector device with O_DIRECT: brisk reports its logical block,
  * a 512-byte read at a 512-byte offset into an odd buffer is widened to
  * the block around it, a whole-block write from an odd buffer bounces,
- * and a 512-byte write, which would have to rewrite data of others, fails.
+ * and a 512-byte write is a read-modify-write of its block: the other
+ * seven sectors keep their data.  So is one across three blocks.
  */
 static bool t_loop_4k(struct lenv *le)
 {
 	struct env *e = &le->e;
-	unsigned char want[4096], *buf = aligned_alloc(4096, 16384);
+	unsigned char want[3 * 4096], *buf = aligned_alloc(4096, 16384);
 	int64_t res;
 
 	CHECK(buf);
 	CHECK(e->f->blockdev && e->f->lbs == 4096 && e->f->align == 4096);
-	CHECK(e->f->pbs >= 4096);
-	fill(want, sizeof(want), 1);	/* the backing file's first block */
+	CHECK(e->f->pbs >= 4096 && e->f->serialise);
+	memcpy(want, loop_pattern(), sizeof(want));
 	memset(buf, 0xee, 16384);
 	CHECK(io1(e, BLK_OP_READ, 512, buf + 16, 512, &res) && res == 512);
 	CHECK(memcmp(buf + 16, want + 512, 512) == 0);
 	CHECK(buf[15] == 0xee && buf[16 + 512] == 0xee);
-	CHECK(io1(e, BLK_OP_WRITE, 512, buf + 16, 512, &res) && res == -EINVAL);
+	fill(buf + 16, 512, 9);
+	CHECK(io1(e, BLK_OP_WRITE, 512, buf + 16, 512, &res) && res == 512);
+	memcpy(want + 512, buf + 16, 512);
+	CHECK(loop_holds(e, 0, want, 4096));
+	/* Sectors 7 to 16: the end of block 0, all of block 1, the start of 2. */
+	fill(buf + 16, 5120, 10);
+	CHECK(io1(e, BLK_OP_WRITE, 3584, buf + 16, 5120, &res) && res == 5120);
+	memcpy(want + 3584, buf + 16, 5120);
+	CHECK(loop_holds(e, 0, want, sizeof(want)));
 	fill(buf + 16, 4096, 44);
-	memcpy(want, buf + 16, 4096);
 	CHECK(io1(e, BLK_OP_WRITE, 8192, buf + 16, 4096, &res) && res == 4096);
-	CHECK(io1(e, BLK_OP_READ, 8192, buf + 4096, 4096, &res) && res == 4096);
-	CHECK(memcmp(buf + 4096, want, 4096) == 0);
+	CHECK(loop_holds(e, 8192, buf + 16, 4096));
 	free(buf);
+	return true;
+}
+
+/*
+ * Read-modify-writes in one batch: the eight sectors of one block, each
+ * written alone, and a whole-block write beside a one-sector write of the
+ * same block.  Without writes kept apart, each read-modify-write would
+ * read the block before the others wrote it, and write the old data back
+ * over them.  Each sector must hold its own write; the block written whole
+ * and in part must be one of the two orders, not a mix.
+ */
+static bool t_loop_rmw_batch(struct lenv *le)
+{
+	struct env *e = &le->e;
+	static struct treq t[10];
+	static unsigned char data[10][4096] __attribute__((aligned(4096)));
+	unsigned char want[4096], other[4096];
+
+	for (int i = 0; i < 8; i++) {
+		fill(data[i], 512, 20 + i);
+		memcpy(want + 512 * i, data[i], 512);
+		treq_init(e, &t[i], BLK_OP_WRITE, 4 * 4096 + 512 * i);
+		t[i].iov[0] = (struct iovec){ data[i], 512 };
+		t[i].r.iovcnt = 1;
+	}
+	fill(data[8], 4096, 40);
+	treq_init(e, &t[8], BLK_OP_WRITE, 5 * 4096);
+	t[8].iov[0] = (struct iovec){ data[8], 4096 };
+	t[8].r.iovcnt = 1;
+	fill(data[9], 512, 41);
+	treq_init(e, &t[9], BLK_OP_WRITE, 5 * 4096 + 1024);
+	t[9].iov[0] = (struct iovec){ data[9], 512 };
+	t[9].r.iovcnt = 1;
+	CHECK(run(e, t, 10));
+	for (int i = 0; i < 10; i++)
+		CHECK(t[i].res == (i == 8 ? 4096 : 512));
+	CHECK(loop_holds(e, 4 * 4096, want, 4096));
+	memcpy(other, data[8], 4096);
+	memcpy(other + 1024, data[9], 512);
+	CHECK(loop_holds(e, 5 * 4096, data[8], 4096) || loop_holds(e, 5 * 4096, other, 4096));
+	CHECK(e->f->writes == 0 && !e->f->rmw && e->f->bounce_bytes == 0 && !e->f->wait_head);
+	return true;
+}
+
+/*
+ * WRITE_ZEROES off a 4 KiB-sector device's blocks, which fallocate there
+ * refuses: the ends are written as zeros, the whole blocks between zeroed,
+ * and nothing around them changes.  With and without O_DIRECT.
+ */
+static bool t_loop_zero_partial(struct lenv *le)
+{
+	struct env *e = &le->e;
+	unsigned char want[4 * 4096];
+	int64_t res;
+
+	memcpy(want, loop_pattern() + 8 * 4096, sizeof(want));
+	CHECK(zero1(e, BLK_OP_WRITE_ZEROES, 8 * 4096 + 512, 512, false, &res) && res == 0);
+	memset(want + 512, 0, 512);
+	CHECK(loop_holds(e, 8 * 4096, want, sizeof(want)));
+	/* From sector 7 of the first block to sector 2 of the fourth: head, middle, tail. */
+	CHECK(zero1(e, BLK_OP_WRITE_ZEROES, 8 * 4096 + 3584, 2 * 4096 + 512 + 1024, true,
+		    &res) && res == 0);
+	memset(want + 3584, 0, 2 * 4096 + 512 + 1024);
+	CHECK(loop_holds(e, 8 * 4096, want, sizeof(want)));
+	return true;
+}
+
+/* A device whose last block is partial serves whole blocks only. */
+static bool t_loop_odd_size(struct lenv *le)
+{
+	CHECK(le->e.f->size == FILE_SIZE);	/* the backing file: FILE_SIZE + 512 */
 	return true;
 }
 
@@ -973,7 +1122,7 @@ typedef bool (*loop_test)(struct lenv *le);
 
 /* Returns false when the test could not run here (said why). */
 static bool run_loop_test(const char *name, enum blk_aio aio, unsigned bs,
-			  enum blk_cache cache, loop_test fn)
+			  enum blk_cache cache, off_t extra, loop_test fn)
 {
 	char full[128];
 	struct lenv le;
@@ -982,7 +1131,7 @@ static bool run_loop_test(const char *name, enum blk_aio aio, unsigned bs,
 
 	snprintf(full, sizeof(full), "%s/%s",
 		 aio == BLK_AIO_IO_URING ? "io_uring" : "threads", name);
-	why = lenv_open(&le, aio, bs, cache);
+	why = lenv_open(&le, aio, bs, cache, extra);
 	if (why) {
 		printf("skip %s: %s\n", full, why);
 		skipped++;
@@ -1031,6 +1180,71 @@ static void run_env_test(const char *name, enum blk_aio aio, env_test fn,
 }
 
 /*
+ * Image files on a file system over a 4 KiB-sector device (ext4 on a loop
+ * device), where O_DIRECT takes whole 4 KiB blocks: an image whose size
+ * is not a multiple of them is refused with cache=none, as its last block
+ * could only be written whole, past the image's end; one that is takes a
+ * 512-byte write as a read-modify-write.  Returns false when it could not
+ * run here (said why).
+ */
+static bool t_fs_4k(void)
+{
+	char mnt[4200], img[4200], cmd[128];
+	struct lenv le = { .l.fd = -1 };
+	const char *why = NULL;
+	unsigned char data[512], want[4096];
+	struct blk_file_opts o = { .path = img, .cache = BLK_CACHE_NONE };
+	struct blk_file *f;
+	bool ok = false;
+	int64_t res;
+
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	if (!make_file(le.backing, sizeof(le.backing), "fs.raw", 64 << 20) ||
+	    loop_attach(&le.l, le.backing, 4096, &why) < 0) {
+		printf("skip fs-4k: %s\n", why ? why : "cannot make the backing file");
+		skipped++;
+		unlink(le.backing);
+		return false;
+	}
+	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F -b 4096 %s", le.l.path);
+	if (system(cmd) != 0 || mkdir(mnt, 0700) < 0 ||
+	    mount(le.l.path, mnt, "ext4", 0, NULL) < 0) {
+		printf("skip fs-4k: cannot make and mount ext4 on %s (mkfs.ext4: e2fsprogs)\n",
+		       le.l.path);
+		skipped++;
+		rmdir(mnt);
+		loop_detach(&le.l);
+		unlink(le.backing);
+		return false;
+	}
+	ok = make_file(img, sizeof(img), "mnt/odd.raw", FILE_SIZE + 512);
+	for (int i = 0; ok && i < 3; i++) {
+		o.readonly = i == 1;
+		o.cache = i == 2 ? BLK_CACHE_WRITEBACK : BLK_CACHE_NONE;
+		f = blk_file_open(&o);
+		ok = !f == (o.cache == BLK_CACHE_NONE);
+		blk_file_close(f);
+	}
+	ok = ok && make_file(le.e.path, sizeof(le.e.path), "mnt/even.raw", FILE_SIZE) &&
+	     env_open(&le.e, BLK_AIO_IO_URING, false, BLK_CACHE_NONE) &&
+	     le.e.f->align == 4096 && le.e.f->serialise;
+	fill(data, sizeof(data), 3);
+	memset(want, 0, sizeof(want));
+	memcpy(want + 1536, data, sizeof(data));
+	ok = ok && io1(&le.e, BLK_OP_WRITE, 4096 + 1536, data, sizeof(data), &res) &&
+	     res == 512 && loop_holds(&le.e, 4096, want, sizeof(want));
+	blk_queue_free(le.e.q);
+	blk_file_close(le.e.f);
+	iothread_free(le.e.t);
+	umount(mnt);
+	rmdir(mnt);
+	loop_detach(&le.l);
+	unlink(le.backing);
+	report("fs-4k", ok);
+	return true;
+}
+
+/*
  * --root: the tests that need a host block device; exit 77 (skip) when
  * none could run here.
  */
@@ -1041,8 +1255,14 @@ static int main_root(void)
 		unsigned bs;
 		enum blk_cache cache;
 		loop_test fn;
+		off_t extra;
 	} tests[] = {
 		{ "loop-4k-direct", 4096, BLK_CACHE_NONE, t_loop_4k },
+		{ "loop-rmw-batch", 4096, BLK_CACHE_NONE, t_loop_rmw_batch },
+		{ "loop-zero-partial", 4096, BLK_CACHE_WRITEBACK, t_loop_zero_partial },
+		{ "loop-zero-partial-direct", 4096, BLK_CACHE_NONE, t_loop_zero_partial },
+		{ "loop-odd-size", 4096, BLK_CACHE_WRITEBACK, t_loop_odd_size, 512 },
+		{ "loop-odd-size-direct", 4096, BLK_CACHE_NONE, t_loop_odd_size, 512 },
 		{ "loop-discard", 4096, BLK_CACHE_WRITEBACK, t_loop_discard },
 		{ "loop-fua", 512, BLK_CACHE_WRITEBACK, t_loop_fua },
 		{ "loop-fua-direct", 512, BLK_CACHE_NONE, t_loop_fua },
@@ -1052,7 +1272,8 @@ static int main_root(void)
 	for (int aio = BLK_AIO_IO_URING; aio <= BLK_AIO_THREADS; aio++)
 		for (size_t i = 0; i < ARRAY_SIZE(tests); i++)
 			ran += run_loop_test(tests[i].name, (enum blk_aio)aio, tests[i].bs,
-					     tests[i].cache, tests[i].fn);
+					     tests[i].cache, tests[i].extra, tests[i].fn);
+	ran += t_fs_4k();
 	rmdir(dir);
 	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
 	if (failed)
@@ -1081,6 +1302,7 @@ int main(int argc, char **argv)
 		{ "readonly", NULL, t_readonly },
 		{ "direct", NULL, t_direct },
 		{ "direct-misaligned", NULL, t_direct_misaligned },
+		{ "direct-backpressure", NULL, t_direct_backpressure },
 		{ "submit-refused", t_submit_refused, NULL, true },
 		{ "submit-refused-at-free", t_submit_refused_at_free, NULL, true },
 		{ "free-inflight", t_free_inflight, NULL },
