@@ -1033,6 +1033,44 @@ static bool t_loop_rmw_batch(struct lenv *le)
 }
 
 /*
+ * Freeing a queue while writes wait at the gate behind a read-modify-write:
+ * the read-modify-write completes, the waiting writes fail -ECANCELED
+ * without touching the device, and every callback runs once.
+ */
+static bool t_loop_free_parked(struct lenv *le)
+{
+	struct env *e = &le->e;
+	static struct treq t[5];
+	static unsigned char data[5][4096] __attribute__((aligned(4096)));
+	unsigned char want[4096];
+	enum blk_aio aio = blk_queue_aio(e->q);
+	int canceled = 0;
+
+	for (int i = 0; i < 5; i++) {
+		fill(data[i], 4096, 50 + i);
+		treq_init(e, &t[i], BLK_OP_WRITE, (uint64_t)(12 + i) * 4096 + (i ? 0 : 512));
+		t[i].iov[0] = (struct iovec){ data[i], i ? 4096 : 512 };
+		t[i].r.iovcnt = 1;
+		blk_queue_add(e->q, &t[i].r);
+	}
+	blk_queue_submit(e->q);
+	CHECK(e->f->rmw && e->f->wait_head);
+	blk_queue_free(e->q);
+	e->q = blk_queue_new(e->f, e->t, aio);
+	CHECK(e->q && e->count == 5);
+	CHECK(t[0].done && t[0].res == 512);
+	for (int i = 1; i < 5; i++)
+		canceled += t[i].done && t[i].res == -ECANCELED;
+	CHECK(canceled == 4);
+	memcpy(want, loop_pattern() + 12 * 4096, 4096);
+	memcpy(want + 512, data[0], 512);
+	CHECK(loop_holds(e, 12 * 4096, want, 4096));
+	CHECK(loop_holds(e, 13 * 4096, loop_pattern() + 13 * 4096, 4 * 4096));
+	CHECK(!e->f->rmw && !e->f->writes && !e->f->wait_head && !e->f->bounce_bytes);
+	return true;
+}
+
+/*
  * WRITE_ZEROES off a 4 KiB-sector device's blocks, which fallocate there
  * refuses: the ends are written as zeros, the whole blocks between zeroed,
  * and nothing around them changes.  With and without O_DIRECT.
@@ -1259,6 +1297,7 @@ static int main_root(void)
 	} tests[] = {
 		{ "loop-4k-direct", 4096, BLK_CACHE_NONE, t_loop_4k },
 		{ "loop-rmw-batch", 4096, BLK_CACHE_NONE, t_loop_rmw_batch },
+		{ "loop-free-parked", 4096, BLK_CACHE_NONE, t_loop_free_parked },
 		{ "loop-zero-partial", 4096, BLK_CACHE_WRITEBACK, t_loop_zero_partial },
 		{ "loop-zero-partial-direct", 4096, BLK_CACHE_NONE, t_loop_zero_partial },
 		{ "loop-odd-size", 4096, BLK_CACHE_WRITEBACK, t_loop_odd_size, 512 },
