@@ -195,9 +195,9 @@ static void iov_copy(const struct iovec *iov, int n, uint64_t skip, uint8_t *buf
 	}
 }
 
-static bool blk_aligned(const struct blk_file *f, const struct blk_req *req, uint64_t total)
+static bool blk_aligned(const struct blk_file *f, const struct blk_req *req)
 {
-	if ((req->offset | total) & (f->align - 1))
+	if ((req->offset | req->len) & (f->align - 1))
 		return false;
 	for (int i = 0; i < req->iovcnt; i++)
 		if (((uintptr_t)req->iov[i].iov_base & (f->mem_align - 1)) ||
@@ -213,7 +213,7 @@ static void bounce_io(struct blk_bounce *b, enum blk_op op, uint64_t off, uint64
 {
 	b->iov = (struct iovec){ b->buf + (off - b->pos), len };
 	b->req = (struct blk_req){
-		.op = op, .offset = off, .iov = &b->iov, .iovcnt = 1,
+		.op = op, .offset = off, .len = len, .iov = &b->iov, .iovcnt = 1,
 		.fua = op == BLK_OP_WRITE && b->orig->fua, .cb = bounce_step,
 	};
 	b->q->ops->add(b->q, &b->req);
@@ -327,8 +327,9 @@ static void bounce_start(struct blk_bounce *b)
 }
 
 /* req through a bounce buffer; false (req failed -ENOMEM) without memory. */
-static bool bounce(struct blk_queue *q, struct blk_req *req, uint64_t total)
+static bool bounce(struct blk_queue *q, struct blk_req *req)
 {
+	uint64_t total = req->len;
 	struct blk_file *f = q->f;
 	uint64_t mask = f->align - 1;
 	struct blk_bounce *b = calloc(1, sizeof(*b));
@@ -430,15 +431,12 @@ static void resume_handler(void *opaque);
 bool blk_align_add(struct blk_queue *q, struct blk_req *req)
 {
 	struct blk_file *f = q->f;
-	uint64_t total;
 
 	if (req->op == BLK_OP_WRITE_ZEROES && zero_split(q, req))
 		return true;
-	if (req->op == BLK_OP_READ || req->op == BLK_OP_WRITE) {
-		if (f->align > 1 && !blk_req_check(f, req, &total) && total &&
-		    !blk_aligned(f, req, total))
-			return bounce(q, req, total);
-	}
+	if ((req->op == BLK_OP_READ || req->op == BLK_OP_WRITE) && f->align > 1 &&
+	    req->len && !blk_req_check(f, req) && !blk_aligned(f, req))
+		return bounce(q, req);
 	if (!f->serialise || req->fail || req->op == BLK_OP_READ || req->op == BLK_OP_FLUSH)
 		return false;
 	req->gate = GATE_WRITE;

@@ -67,11 +67,9 @@ void *blk_zero_buf_alloc(void);
 
 /*
  * Checks a request against the file before it reaches the kernel; returns
- * 0, or the -errno the request completes with without any I/O.  Sets
- * *total to the bytes a READ/WRITE moves.
+ * 0, or the -errno the request completes with without any I/O.
  */
-int blk_req_check(const struct blk_file *f, const struct blk_req *req,
-		  uint64_t *total);
+int blk_req_check(const struct blk_file *f, const struct blk_req *req);
 
 /* Drops n transferred bytes from the front of req->iov. */
 void blk_iov_advance(struct blk_req *req, size_t n);

@@ -101,14 +101,13 @@ static void uring_prep(struct blk_uring *u, struct blk_req *req)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 	int fd = u->q.f->fd;
-	uint64_t total;
 	int err;
 
 	assert(sqe && u->inflight < BLK_URING_DEPTH);
 	u->inflight++;
-	err = blk_req_check(u->q.f, req, &total);
+	err = blk_req_check(u->q.f, req);
 	if (err || ((req->op == BLK_OP_READ || req->op == BLK_OP_WRITE) &&
-		    total == 0)) {
+		    req->len == 0)) {
 		uring_prep_noio(sqe, req, err);
 		return;
 	}

@@ -119,29 +119,17 @@ static bool blk_range_ok(const struct blk_file *f, uint64_t off, uint64_t len)
 	return off <= f->size && len <= f->size - off;
 }
 
-int blk_req_check(const struct blk_file *f, const struct blk_req *req,
-		  uint64_t *total)
+int blk_req_check(const struct blk_file *f, const struct blk_req *req)
 {
-	uint64_t sum = 0;
-
-	*total = 0;
 	if (req->fail)
 		return req->fail;
 	switch (req->op) {
 	case BLK_OP_READ:
 	case BLK_OP_WRITE:
 		if (req->iovcnt < 0 || req->iovcnt > IOV_MAX ||
-		    (req->iovcnt && !req->iov))
+		    (req->iovcnt && !req->iov) || req->len > SSIZE_MAX)
 			return -EINVAL;
-		for (int i = 0; i < req->iovcnt; i++) {
-			if (req->iov[i].iov_len > SSIZE_MAX - sum)
-				return -EINVAL;
-			sum += req->iov[i].iov_len;
-		}
-		if (!blk_range_ok(f, req->offset, sum))
-			return -EINVAL;
-		*total = sum;
-		return 0;
+		return blk_range_ok(f, req->offset, req->len) ? 0 : -EINVAL;
 	case BLK_OP_FLUSH:
 		return 0;
 	case BLK_OP_DISCARD:

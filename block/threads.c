@@ -148,15 +148,14 @@ static int64_t do_zero(struct blk_threads *th, struct blk_req *req)
 
 static int64_t do_req(struct blk_threads *th, struct blk_req *req)
 {
-	uint64_t total;
-	int err = blk_req_check(th->q.f, req, &total);
+	int err = blk_req_check(th->q.f, req);
 
 	if (err)
 		return err;
 	switch (req->op) {
 	case BLK_OP_READ:
 	case BLK_OP_WRITE:
-		return total ? do_rw(th->q.f, req) : 0;
+		return req->len ? do_rw(th->q.f, req) : 0;
 	case BLK_OP_FLUSH:
 		return do_fdatasync(th->q.f);
 	case BLK_OP_DISCARD:

@@ -293,6 +293,7 @@ static uint8_t vblk_rw(struct vblk_queue *q, struct vblk_req *r, bool write,
 		return VIRTIO_BLK_S_OK;
 	r->br.op = write ? BLK_OP_WRITE : BLK_OP_READ;
 	r->br.offset = sector << SECTOR_SHIFT;
+	r->br.len = len;
 	r->br.iov = iov;
 	r->br.iovcnt = (int)n;
 	r->br.fua = write && s->writethrough;

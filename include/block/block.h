@@ -97,7 +97,12 @@ enum blk_op {
 struct blk_req {
 	enum blk_op op;
 	uint64_t offset;	/* bytes */
-	uint64_t len;		/* DISCARD / WRITE_ZEROES only */
+	/*
+	 * Bytes: the range of a DISCARD / WRITE_ZEROES; for a READ / WRITE,
+	 * the sum of its iovec, which the caller counted (block/ trusts it
+	 * and does not walk the vector again).
+	 */
+	uint64_t len;
 	bool unmap;		/* WRITE_ZEROES only */
 	/*
 	 * WRITE / WRITE_ZEROES: on stable storage before it completes

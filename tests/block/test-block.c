@@ -133,13 +133,24 @@ static void treq_init(struct env *e, struct treq *t, enum blk_op op,
 	t->res = 1234567;
 }
 
+/* Adds t to q, with a READ/WRITE's len counted from its iovec. */
+static void tadd(struct blk_queue *q, struct treq *t)
+{
+	if (t->r.op == BLK_OP_READ || t->r.op == BLK_OP_WRITE) {
+		t->r.len = 0;
+		for (int i = 0; i < t->r.iovcnt; i++)
+			t->r.len += t->r.iov[i].iov_len;
+	}
+	blk_queue_add(q, &t->r);
+}
+
 /* Runs reqs as one batch; every callback must arrive exactly once. */
 static bool run(struct env *e, struct treq *reqs, int n)
 {
 	int base = e->count;
 
 	for (int i = 0; i < n; i++)
-		blk_queue_add(e->q, &reqs[i].r);
+		tadd(e->q, &reqs[i]);
 	blk_queue_submit(e->q);
 	return wait_count(e, base + n);
 }
@@ -339,7 +350,7 @@ static void chain_cb(struct blk_req *r, int64_t res)
 		c->t.iov[0].iov_len = 4096;
 		c->t.r.iov = c->t.iov;
 		c->t.r.iovcnt = 1;
-		blk_queue_add(c->q, r);
+		tadd(c->q, &c->t);
 		blk_queue_submit(c->q);
 		return;
 	}
@@ -652,7 +663,7 @@ static bool t_submit_refused_at_free(struct env *e)
 	treq_init(e, &t, BLK_OP_READ, 4096);
 	t.iov[0] = (struct iovec){ buf, sizeof(buf) };
 	t.r.iovcnt = 1;
-	blk_queue_add(e->q, &t.r);
+	tadd(e->q, &t);
 	a.freeing = true;
 	blk_queue_free(e->q);
 	e->q = NULL;
@@ -684,7 +695,7 @@ static void kick_handler(void *opaque)
 
 	(void)eventfd_read(k->efd, &v);
 	for (int i = 0; i < FREE_N; i++) {
-		blk_queue_add(k->e->q, &k->t[i].r);
+		tadd(k->e->q, &k->t[i]);
 		if (i % 50 == 49)
 			blk_queue_submit(k->e->q);
 	}
@@ -1051,7 +1062,7 @@ static bool t_loop_free_parked(struct lenv *le)
 		treq_init(e, &t[i], BLK_OP_WRITE, (uint64_t)(12 + i) * 4096 + (i ? 0 : 512));
 		t[i].iov[0] = (struct iovec){ data[i], i ? 4096 : 512 };
 		t[i].r.iovcnt = 1;
-		blk_queue_add(e->q, &t[i].r);
+		tadd(e->q, &t[i]);
 	}
 	blk_queue_submit(e->q);
 	CHECK(e->f->rmw && e->f->wait_head);
