@@ -2189,6 +2189,12 @@ static void test_host_geometry(void)
 		CHECK(mmio_read(t, d.device, 8) == DISK_SIZE / 512);	/* capacity: 512-byte sectors */
 		machine_free(t);
 	}
+	/* cache=none needs 4 KiB blocks here: a smaller physical block is refused. */
+	const char *why = NULL;
+
+	CHECK(!machine_try_on("file=%s,if=none,id=x,cache=none",
+			      "virtio-blk-pci,drive=x,physical_block_size=512", 1, 4096, &why) &&
+	      !why);
 }
 
 /* A guest DISCARD reaches a host block device as a discard, never as writes. */
