@@ -273,7 +273,8 @@ def cli_seeds():
     write('fuzz-cli', 'drive-device', argv(
         '-kernel', 'bz', '-drive', 'file=a,,b.img,if=none,id=d0,readonly=on',
         '-device', 'virtio-blk-pci,drive=d0,packed=on,num-queues=4,queue-size=128,'
-        'serial=abc,event_idx=off,indirect_desc=off,poll-us=0,iothreads=2,irq-coalesce-us=100,irq-interval-us=200'))
+        'serial=abc,event_idx=off,indirect_desc=off,poll-us=0,iothreads=2,irq-coalesce-us=100,irq-interval-us=200,'
+        'logical_block_size=4096,physical_block_size=65536'))
     write('fuzz-cli', 'driver-form', argv('-kernel', 'bz', '-drive', 'file=x,if=none,id=a',
                                           '-device', 'driver=virtio-blk-pci,drive=a'))
     write('fuzz-cli', 'help', argv('--help'))
