@@ -220,6 +220,18 @@ static void bounce_io(struct blk_bounce *b, enum blk_op op, uint64_t off, uint64
 	b->q->ops->submit(b->q);
 }
 
+/* The request's own bytes of the window, between the buffer and its iovec. */
+static void bounce_copy(struct blk_bounce *b, bool to_buf)
+{
+	struct blk_req *o = b->orig;
+	uint64_t oend = o->offset + b->total, wend = b->pos + b->win;
+	uint64_t from = o->offset > b->pos ? o->offset : b->pos;
+	uint64_t to = oend < wend ? oend : wend;
+
+	iov_copy(o->iov, o->iovcnt, from - o->offset, b->buf + (from - b->pos), to - from,
+		 to_buf);
+}
+
 static void bounce_finish(struct blk_bounce *b, int64_t res)
 {
 	struct blk_req *orig = b->orig;
@@ -234,9 +246,9 @@ static void bounce_finish(struct blk_bounce *b, int64_t res)
 /*
  * The window [pos, pos + win): for a write, its edge blocks that the
  * request covers only in part are read first (B_HEAD, B_TAIL); then the
- * window moves (B_MOVE).  Returns false when the window has no such stage.
+ * window moves (B_MOVE).  Starts the first of these from b->stage on.
  */
-static bool bounce_stage_io(struct blk_bounce *b)
+static void bounce_stage_io(struct blk_bounce *b)
 {
 	struct blk_req *o = b->orig;
 	uint64_t align = b->q->f->align, wend = b->pos + b->win;
@@ -246,7 +258,7 @@ static bool bounce_stage_io(struct blk_bounce *b)
 	case B_HEAD:
 		if (o->op == BLK_OP_WRITE && o->offset > b->pos) {
 			bounce_io(b, BLK_OP_READ, b->pos, align);
-			return true;
+			return;
 		}
 		b->stage = B_TAIL;
 		/* fall through */
@@ -255,22 +267,16 @@ static bool bounce_stage_io(struct blk_bounce *b)
 		if (o->op == BLK_OP_WRITE && oend < wend &&
 		    !(o->offset > b->pos && wend - align == b->pos)) {
 			bounce_io(b, BLK_OP_READ, wend - align, align);
-			return true;
+			return;
 		}
 		b->stage = B_MOVE;
 		/* fall through */
 	case B_MOVE:
 		break;
 	}
-	if (o->op == BLK_OP_WRITE) {
-		uint64_t from = o->offset > b->pos ? o->offset : b->pos;
-		uint64_t to = oend < wend ? oend : wend;
-
-		iov_copy(o->iov, o->iovcnt, from - o->offset, b->buf + (from - b->pos),
-			 to - from, true);
-	}
+	if (o->op == BLK_OP_WRITE)
+		bounce_copy(b, true);
 	bounce_io(b, o->op, b->pos, b->win);
-	return true;
 }
 
 static void bounce_window(struct blk_bounce *b)
@@ -297,14 +303,8 @@ static void bounce_step(struct blk_req *r, int64_t res)
 		bounce_stage_io(b);
 		return;
 	}
-	if (o->op == BLK_OP_READ) {
-		uint64_t oend = o->offset + b->total, wend = b->pos + b->win;
-		uint64_t from = o->offset > b->pos ? o->offset : b->pos;
-		uint64_t to = oend < wend ? oend : wend;
-
-		iov_copy(o->iov, o->iovcnt, from - o->offset, b->buf + (from - b->pos),
-			 to - from, false);
-	}
+	if (o->op == BLK_OP_READ)
+		bounce_copy(b, false);
 	b->pos += b->win;
 	if (b->pos < b->end)
 		bounce_window(b);
