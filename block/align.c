@@ -39,6 +39,7 @@
 
 #include "block-int.h"
 #include "util/iothread.h"
+#include "util/iov.h"
 #include "util/log.h"
 
 /* What a request holds of the gate (blk_req.gate). */
@@ -110,6 +111,16 @@ static void gate_take(struct blk_file *f, const struct blk_req *r)
 		f->writes++;
 }
 
+static void req_append(struct blk_req **head, struct blk_req **tail, struct blk_req *r)
+{
+	r->next = NULL;
+	if (*tail)
+		(*tail)->next = r;
+	else
+		*head = r;
+	*tail = r;
+}
+
 /* Lets parked requests through, in order, while they fit.  Under f->lock. */
 static void gate_admit(struct blk_file *f)
 {
@@ -122,12 +133,7 @@ static void gate_admit(struct blk_file *f)
 		if (!f->wait_head)
 			f->wait_tail = NULL;
 		gate_take(f, r);
-		r->next = NULL;
-		if (q->resume_tail)
-			q->resume_tail->next = r;
-		else
-			q->resume_head = r;
-		q->resume_tail = r;
+		req_append(&q->resume_head, &q->resume_tail, r);
 		/* A counter that cannot overflow here: a failure is a lost request. */
 		if (eventfd_write(q->resume_fd, 1) < 0)
 			abort();
@@ -144,12 +150,7 @@ static bool gate_enter(struct blk_queue *q, struct blk_req *r)
 	parked = f->wait_head || !gate_fits(f, r);
 	if (parked) {
 		r->owner = q;
-		r->next = NULL;
-		if (f->wait_tail)
-			f->wait_tail->next = r;
-		else
-			f->wait_head = r;
-		f->wait_tail = r;
+		req_append(&f->wait_head, &f->wait_tail, r);
 	} else {
 		gate_take(f, r);
 	}
@@ -170,30 +171,6 @@ void blk_gate_leave(struct blk_file *f, uint8_t gate, uint64_t bytes)
 }
 
 /* ---- bounce buffers ---- */
-
-/* Copies len bytes between buf and iov, starting skip bytes into iov. */
-static void iov_copy(const struct iovec *iov, int n, uint64_t skip, uint8_t *buf,
-		     uint64_t len, bool to_buf)
-{
-	for (int i = 0; i < n && len; i++) {
-		uint64_t l = iov[i].iov_len;
-
-		if (skip >= l) {
-			skip -= l;
-			continue;
-		}
-		l -= skip;
-		if (l > len)
-			l = len;
-		if (to_buf)
-			memcpy(buf, (uint8_t *)iov[i].iov_base + skip, l);
-		else
-			memcpy((uint8_t *)iov[i].iov_base + skip, buf, l);
-		buf += l;
-		len -= l;
-		skip = 0;
-	}
-}
 
 static bool blk_aligned(const struct blk_file *f, const struct blk_req *req)
 {
@@ -228,8 +205,8 @@ static void bounce_copy(struct blk_bounce *b, bool to_buf)
 	uint64_t from = o->offset > b->pos ? o->offset : b->pos;
 	uint64_t to = oend < wend ? oend : wend;
 
-	iov_copy(o->iov, o->iovcnt, from - o->offset, b->buf + (from - b->pos), to - from,
-		 to_buf);
+	iov_copy(o->iov, (unsigned int)o->iovcnt, from - o->offset, b->buf + (from - b->pos),
+		 to - from, to_buf);
 }
 
 static void bounce_finish(struct blk_bounce *b, int64_t res)

@@ -39,6 +39,7 @@
 #include "hw/virtio/virtio-pci.h"
 #include "util/clock.h"
 #include "util/iothread.h"
+#include "util/iov.h"
 #include "util/log.h"
 #include "virtio/virtio.h"
 #include "virtio-blk-int.h"
@@ -190,42 +191,6 @@ static size_t iov_size(const struct iovec *iov, unsigned n)
 	return sum;
 }
 
-/* Copies len bytes starting skip bytes into iov; the caller checked sizes. */
-static void iov_read(const struct iovec *iov, unsigned n, size_t skip,
-		     void *buf, size_t len)
-{
-	uint8_t *d = buf;
-
-	for (unsigned i = 0; i < n && len; i++) {
-		size_t l = iov[i].iov_len;
-
-		if (skip >= l) {
-			skip -= l;
-			continue;
-		}
-		l -= skip;
-		if (l > len)
-			l = len;
-		memcpy(d, (uint8_t *)iov[i].iov_base + skip, l);
-		d += l;
-		len -= l;
-		skip = 0;
-	}
-}
-
-static void iov_write(const struct iovec *iov, unsigned n, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	for (unsigned i = 0; i < n && len; i++) {
-		size_t l = iov[i].iov_len < len ? iov[i].iov_len : len;
-
-		memcpy(iov[i].iov_base, p, l);
-		p += l;
-		len -= l;
-	}
-}
-
 /* Drops the first skip bytes of iov in place; returns the new start. */
 static struct iovec *iov_skip(struct iovec *iov, unsigned *n, size_t skip)
 {
@@ -316,7 +281,7 @@ static uint8_t vblk_zeroes(struct vblk_queue *q, struct vblk_req *r, uint32_t ty
 		return VIRTIO_BLK_S_IOERR;
 	if (segs / VBLK_SEG_LEN > VBLK_MAX_ZERO_SEG)
 		return VIRTIO_BLK_S_UNSUPP;
-	iov_read(r->elem.out_sg, r->elem.out_num, VBLK_HDR_LEN, seg, sizeof(seg));
+	iov_copy(r->elem.out_sg, r->elem.out_num, VBLK_HDR_LEN, seg, sizeof(seg), true);
 	memcpy(&sector, seg, 8);
 	memcpy(&nsec, seg + 8, 4);
 	memcpy(&flags, seg + 12, 4);
@@ -368,7 +333,7 @@ static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why
 	if (!--last->iov_len)
 		in_num--;
 
-	iov_read(e->out_sg, e->out_num, 0, hdr, sizeof(hdr));
+	iov_copy(e->out_sg, e->out_num, 0, hdr, sizeof(hdr), true);
 	memcpy(&type, hdr, 4);
 	memcpy(&sector, hdr + 8, 8);
 	type = le32toh(type);
@@ -388,7 +353,7 @@ static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why
 
 		if (n > VBLK_SERIAL_LEN)
 			n = VBLK_SERIAL_LEN;
-		iov_write(e->in_sg, in_num, q->s->serial, n);
+		iov_copy(e->in_sg, in_num, 0, q->s->serial, n, false);
 		r->used_len = (uint32_t)n + 1;
 		st = VIRTIO_BLK_S_OK;
 		break;
