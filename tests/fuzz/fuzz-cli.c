@@ -51,7 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct blk_cmdline *c = blk_cmdline_new();
 		int ret = 0;
 
-		assert(o.kernel && o.nr_blk <= CLI_MAX_BLK_ARGS);
+		/* -machine dumpdtb= runs without a kernel: it writes the tree. */
+		assert((o.kernel || o.dumpdtb) && o.nr_blk <= CLI_MAX_BLK_ARGS);
 		assert(o.ncpus >= 1 && o.ncpus <= CLI_MAX_CPUS);
 		assert(o.ram_size >= CLI_MIN_RAM && o.ram_size <= CLI_MAX_RAM);
 		for (unsigned i = 0; c && ret == 0 && i < o.nr_blk; i++)
