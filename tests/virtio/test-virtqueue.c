@@ -109,7 +109,7 @@ static void test_roundtrip(bool packed, bool indirect)
 		CHECK(virtqueue_pop(&vq, sizeof(*e), &e) == 0);
 	}
 	CHECK(!vq.broken && drv_canary_ok(&d));
-	printf("ok roundtrip %s%s\n", kind(packed), indirect ? " indirect" : "");
+	check_case("roundtrip %s%s", kind(packed), indirect ? " indirect" : "");
 	drv_destroy(&d);
 }
 
@@ -165,7 +165,7 @@ static void test_wrap(bool packed, bool indirect)
 		done += popped;
 	}
 	CHECK(!vq.broken && vq.inflight == 0 && drv_canary_ok(&d));
-	printf("ok wrap %s%s (%u chains)\n", kind(packed), indirect ? " indirect" : "", done);
+	check_case("wrap %s%s (%u chains)", kind(packed), indirect ? " indirect" : "", done);
 	drv_destroy(&d);
 }
 
@@ -198,7 +198,7 @@ static void test_batch(bool packed)
 	for (unsigned int i = 0; i < 4; i++)
 		free(e[i]);
 	CHECK(!vq.broken && drv_canary_ok(&d));
-	printf("ok batch %s\n", kind(packed));
+	check_case("batch %s", kind(packed));
 	drv_destroy(&d);
 }
 
@@ -280,7 +280,7 @@ static void test_notify_split(void)
 	virtqueue_set_notification(&vq, true);
 	CHECK(*avail_event == 8);
 	CHECK(!vq.broken && drv_canary_ok(&d));
-	printf("ok notify split\n");
+	check_case("notify split");
 	drv_destroy(&d);
 }
 
@@ -337,7 +337,7 @@ static void test_notify_packed(void)
 	pop_push(&d, &vq);
 	CHECK(virtqueue_should_notify(&vq));
 	CHECK(!vq.broken && drv_canary_ok(&d));
-	printf("ok notify packed\n");
+	check_case("notify packed");
 	drv_destroy(&d);
 }
 
@@ -371,7 +371,7 @@ static void test_enable(void)
 	CHECK(virtqueue_enable(&vq, feats(true, 0)) < 0);
 	CHECK(virtqueue_enable(&vq, feats(false, 0)) == 0);
 	CHECK(drv_canary_ok(&d));
-	printf("ok enable checks\n");
+	check_case("enable checks");
 	drv_destroy(&d);
 }
 
@@ -429,7 +429,7 @@ static void test_inuse_bound(bool packed)
 	CHECK(drv_canary_ok(&d));
 	for (unsigned int i = 0; i < num; i++)
 		free(e[i]);
-	printf("ok in-use bound %s\n", kind(packed));
+	check_case("in-use bound %s", kind(packed));
 	drv_destroy(&d);
 }
 
@@ -452,7 +452,7 @@ static void test_zero_len(bool packed)
 	CHECK(e && e->out_num == 1 && e->in_num == 0 && elem_matches(&d, e, s, 3));
 	free(e);
 	CHECK(!vq.broken && drv_canary_ok(&d));
-	printf("ok zero-length %s\n", kind(packed));
+	check_case("zero-length %s", kind(packed));
 	drv_destroy(&d);
 }
 
@@ -630,7 +630,6 @@ static void test_hostile(const struct hostile *h)
 	/* (uint64_t)-1 marks "indirect not offered". */
 	uint64_t f = h->features == (uint64_t)-1 ? F_PACKED * h->packed
 						 : feats(h->packed, h->features);
-	int bad = failed;
 	const char *why;
 
 	drv_init(&d, h->packed, h->num, RAM_SIZE);
@@ -647,10 +646,7 @@ static void test_hostile(const struct hostile *h)
 	/* Reset brings the queue back. */
 	virtqueue_reset(&vq);
 	CHECK(!vq.broken && !vq.enabled);
-	if (failed != bad)
-		printf("FAIL hostile: %s\n", h->name);
-	else
-		printf("ok hostile: %s: %s\n", h->name, why);
+	check_case("hostile: %s: %s", h->name, why ? why : "(no reason)");
 	drv_destroy(&d);
 }
 
@@ -762,7 +758,7 @@ static void test_random(bool packed, double seconds)
 	} while ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 < seconds);
 	/* A generator that never reaches a valid chain tests nothing. */
 	CHECK(pops > rounds / 10 && broken > rounds / 10);
-	printf("ok random %s (%lu rings, %lu chains popped, %lu broke)\n",
+	check_case("random %s (%lu rings, %lu chains popped, %lu broke)",
 	       kind(packed), rounds, pops, broken);
 }
 
@@ -878,7 +874,7 @@ static void test_threads(bool packed)
 	CHECK(reaped == c.n);
 	CHECK(c.errors == 0);
 	CHECK(!vq.broken && drv_canary_ok(&d));
-	printf("ok threads %s (%lu requests, %lu errors)\n", kind(packed), reaped, c.errors);
+	check_case("threads %s (%lu requests, %lu errors)", kind(packed), reaped, c.errors);
 	drv_destroy(&d);
 }
 
@@ -984,7 +980,7 @@ static void test_sleep_after_empty(void)
 	CHECK(c.added == n && c.pushed == n);
 	CHECK(c.lost == 0 && c.errors == 0);
 	CHECK(!vq.broken && drv_canary_ok(&d));
-	printf("ok sleep after empty pop (%lu requests, %lu lost wakeups)\n", c.added, c.lost);
+	check_case("sleep after empty pop (%lu requests, %lu lost wakeups)", c.added, c.lost);
 	drv_destroy(&d);
 }
 
@@ -1125,5 +1121,5 @@ int main(void)
 	test_empty_pop_race();
 	test_random(false, 1.0);
 	test_random(true, 1.0);
-	return check_summary();
+	return check_done();
 }
