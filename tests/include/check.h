@@ -27,6 +27,14 @@ static int tap_points, tap_failed_before, tap_skipped;
 	}								\
 } while (0)
 
+/* CHECK, and in a case function returning bool give the case up. */
+#define REQUIRE(cond) do {						\
+	int failed_before_ = failed;					\
+	CHECK(cond);							\
+	if (failed != failed_before_)					\
+		return false;						\
+} while (0)
+
 static inline int check_summary(void)
 {
 	printf("%d passed, %d failed\n", passed, failed);
