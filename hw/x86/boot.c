@@ -284,6 +284,9 @@ static int load_initrd(struct x86_boot *b, struct machine *m)
 {
 	uint8_t *dst = guest_mem_ptr(&m->mem, b->initrd_addr, b->initrd_size);
 
+	/* An empty file sits at the very top of RAM, where no byte is. */
+	if (b->initrd_size == 0)
+		return 0;
 	return dst ? loader_pread_all("initrd", b->initrd_fd, dst, b->initrd_size) : -1;
 }
 
