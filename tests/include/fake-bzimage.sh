@@ -6,12 +6,13 @@
 # -device isa-debug-exit,iobase=0xf4,iosize=4 brisk then exits
 # (0x21 << 1) | 1 = 67 wherever a VM can be made at all: a whole command
 # line checked end to end in milliseconds, even on a /dev/kvm that runs
-# ordinary kernels ~1000x slow (kvm_pvm, with -accel kvm,check=off).
+# ordinary kernels ~1000x slow (kvm_pvm, with -accel kvm,check=off).  The
+# "halt" kind only halts, for ever: a guest that waits to be ended.
 
 FAKE_BZIMAGE_EXIT=67
 
-fake_bzimage() { # fake_bzimage FILE
-	local f=$1
+fake_bzimage() { # fake_bzimage FILE [halt]
+	local f=$1 kind=${2:-exit}
 	head -c 65536 /dev/zero >"$f" || return 1
 	put() { printf "$2" | dd of="$f" bs=1 seek=$(($1)) conv=notrunc status=none; }
 	put 0x1f1 '\x04'			# setup_sects
@@ -27,7 +28,11 @@ fake_bzimage() { # fake_bzimage FILE
 	put 0x260 '\x00\x00\x00\x01'		# init_size 16 MiB
 	# startup_64, (setup_sects + 1) * 512 + 0x200 into the file:
 	# mov al, 0x21; out 0xf4, al; 1: hlt; jmp 1b
-	put 0xc00 '\xb0\x21\xe6\xf4\xf4\xeb\xfd'
+	if [ "$kind" = halt ]; then
+		put 0xc00 '\xf4\xeb\xfd'
+	else
+		put 0xc00 '\xb0\x21\xe6\xf4\xf4\xeb\xfd'
+	fi
 }
 
 # Whether a VM can be made here at all (a /dev/kvm that opens); brisk's
