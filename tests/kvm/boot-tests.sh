@@ -82,12 +82,10 @@ mem_floor=87
 # Bounds one boot should it hang; a nested boot takes about 40 s.
 guard_s=${BRISK_BOOT_TESTS_GUARD:-90}
 
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+. "$here/../include/tap.sh"
 check() { # check COND-STATUS DESCRIPTION [DETAIL]; returns COND-STATUS
-	if [ "$1" -eq 0 ]; then ok "$2"; return 0; fi
-	not_ok "$2${3:+: $3}"
+	if [ "$1" -eq 0 ]; then tap_check "$2" true; return 0; fi
+	tap_fail "$2${3:+: $3}"
 	return 1
 }
 # Seconds between two $EPOCHREALTIME stamps.
@@ -128,8 +126,11 @@ boot() {
 	t_end=$EPOCHREALTIME
 	echo "# $name: exit $rc after $(elapsed "$t0" "$t_end")s"
 
-	local dump=0 got
+	local dump=0 got l
 	check $((rc != want)) "$name: exit status $want" "got $rc" || dump=1
+	# Any ASan, UBSan or LSan report fails the boot, whatever its status.
+	l=$(grep -m 3 -E 'runtime error:|ERROR: [A-Za-z]*Sanitizer|SUMMARY: [A-Za-z]*Sanitizer' "$log.err")
+	check $([ -z "$l" ]; echo $?) "$name: no sanitizer report on stderr" "$(echo "$l" | tr '\n' ' ')" || dump=1
 	if [ "$action" = sleep ]; then
 		# The guest may not even reach init before -timeout in a nested
 		# host; what matters is that brisk neither quit early nor hung.
@@ -167,7 +168,7 @@ boot() {
 			awk -v d="$dt" -v l="$panic_limit" 'BEGIN { exit !(d <= l) }'
 			check $? "$name: exit ${dt}s after the panic (limit ${panic_limit}s)" || dump=1
 		else
-			not_ok "$name: exit within ${panic_limit}s of the panic: guest never reached the panic"
+			tap_fail "$name: exit within ${panic_limit}s of the panic: guest never reached the panic"
 			dump=1
 		fi
 	fi
@@ -186,6 +187,7 @@ boot() {
 if [ "$vmm" = brisk ]; then panic_rc=2; else panic_rc=1; fi
 [ -z "$pvpanic" ] && panic_rc=0
 echo "# route: ${BRISK_WITH_KVM_ROUTE:-unknown}, vmm: $vmm, kernel: $kernel"
+tap_diag "with-kvm: nested host start retries: ${BRISK_WITH_KVM_RETRIES:-0}"
 dx=(-device isa-debug-exit,iobase=0xf4,iosize=0x04)
 timeout_s=5
 if [ "$vmm" = brisk ]; then
@@ -202,5 +204,6 @@ boot debug-exit-1-smp4 4 1024 debug-exit=1 3 "${dx[@]}"
 boot debug-exit-0x21-smp2 2 512 debug-exit=0x21 67 "${dx[@]}"
 boot panic-smp1 1 512 panic "$panic_rc"
 boot timeout-smp1 1 512 sleep 124 -timeout "$timeout_s"
-echo "1..$n"
-[ "$failed" -eq 0 ] || { echo "# $failed of $n checks failed"; exit 1; }
+tap_diag "with-kvm: nested host start retries: ${BRISK_WITH_KVM_RETRIES:-0}"
+[ "$tap_failed" -eq 0 ] || tap_diag "$tap_failed of $tap_n checks failed"
+tap_done
