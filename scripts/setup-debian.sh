@@ -10,7 +10,8 @@ set -eu
 
 pkgs="build-essential gcc meson ninja-build pkg-config liburing-dev libfdt-dev
 linux-libc-dev acpica-tools qemu-system-x86 linux-image-amd64 busybox-static
-cpio kmod fio gnuplot-nox clang libclang-rt-14-dev llvm valgrind device-tree-compiler e2fsprogs"
+cpio kmod fio gnuplot-nox clang libclang-rt-14-dev llvm valgrind device-tree-compiler e2fsprogs
+util-linux bsdutils python3"
 cross=
 native=$(dpkg --print-architecture)
 if [ "$native" = amd64 ]; then

@@ -15,6 +15,25 @@
 #   blk.hardreset=SERIAL    write 0 to the device status behind the driver's
 #                           back while I/O is in flight (needs iomem=relaxed);
 #                           the disk stays dead, so this goes last
+#   blk.mem=MIB:PAT         fill a tmpfs file with MIB copies of /pat/PAT;
+#                           print its md5 and how much of the Normal zone
+#                           (RAM above 4 GiB) it took
+#   blk.ext4=SERIAL         mkfs.ext4, mount -o discard, write files with
+#                           O_DIRECT from CPUs 0, 2, 4 and 6 (one per queue
+#                           of a 4-queue disk on 8 vCPUs), punch a hole with
+#                           fallocate -p, umount, e2fsck; print each step's
+#                           status, md5s, the punched blocks and each
+#                           queue's interrupts before and after the writes
+#   blk.discard=SERIAL:MIB:LEN    blkdiscard LEN MiB at MIB
+#   blk.zero=SERIAL:MIB:LEN       blkdiscard -z (write zeroes) there
+#   blk.fio=SERIAL:MIB:LEN  fio random writes and verify in LEN MiB at MIB;
+#                           print its status and the requests it made
+#   blk.shell               sync, print BLK-SHELL, then read commands from
+#                           the console until the host ends the VM
+# The programs beyond busybox (mkfs.ext4, e2fsck, filefrag, blkdiscard,
+# fallocate, fio) come from the host through mkinitrd -b.  busybox's shell
+# runs its own applet for a bare name, so the two that share a name with
+# one (blkdiscard, fallocate) are called by their path.
 # Each 1 MiB pattern /pat/PAT is also on the host.  Output lines start with
 # "BLK " so the host can pick them out of the kernel's messages.
 
@@ -96,16 +115,33 @@ do_dwrite() { # do_dwrite SERIAL MIB PAT: through the page cache
 
 # Keeps I/O in flight on NODE until /tmp/stop.N appears or the disk dies:
 # reads and writes in the scratch area at 16..31 MiB, random offsets.
-# NODE is a private block node: once unbind removes /dev/vdX, a dd opening
-# that name would create a regular file there and hide the disk's node
-# when it comes back.
+# /tmp/wrote.N appears once a write has completed.  NODE is a private
+# block node: once unbind removes /dev/vdX, a dd opening that name would
+# create a regular file there and hide the disk's node when it comes back.
 io_loop() { # io_loop NODE N
 	while [ ! -e "/tmp/stop.$2" ]; do
 		dd if="$1" of=/dev/null bs=64k count=32 skip=$((256 + RANDOM % 224)) \
 			iflag=direct 2>/dev/null || break
 		dd if=/pat/pa of="$1" bs=64k count=8 seek=$((256 + RANDOM % 248)) \
 			conv=notrunc oflag=direct 2>/dev/null || break
+		: >"/tmp/wrote.$2"
 	done
+}
+
+# Waits (up to 60 s) until the loops on DEV have completed a write and
+# reads and writes are both in flight at the same moment, then returns at
+# once, so what follows hits the device busy; prints what it saw.  A host
+# busy elsewhere may take seconds to get the loops going, which a fixed
+# sleep would not cover.
+wait_busy() { # wait_busy DEV N LABEL
+	local r=0 w=0 t=0
+	while [ $t -lt 1200 ]; do
+		read -r r w <"/sys/block/$1/inflight"
+		[ -e "/tmp/wrote.$2" ] && [ "$r" -gt 0 ] && [ "$w" -gt 0 ] && break
+		sleep 0.05
+		t=$((t + 1))
+	done
+	out "$3 inflight=reads:$r,writes:$w wrote=$([ -e "/tmp/wrote.$2" ] && echo yes || echo no) waited=$((t / 20))s"
 }
 
 do_reset() { # do_reset SERIAL
@@ -115,13 +151,12 @@ do_reset() { # do_reset SERIAL
 	node=/tmp/node.$s
 	rm -f "$node" "/tmp/stop.$s"
 	mknod "$node" b $(tr ':' ' ' <"/sys/block/$dev/dev") || { out "reset $s mknod failed"; return; }
+	rm -f "/tmp/wrote.$s"
 	for i in 1 2 3 4; do
 		io_loop "$node" "$s" &
 		pids="$pids $!"
 	done
-	sleep 2
-	set -- $(cat "/sys/block/$dev/inflight")
-	out "reset $s inflight=reads:$1,writes:$2"
+	wait_busy "$dev" "$s" "reset $s"
 	echo "$pci" >/sys/bus/pci/drivers/virtio-pci/unbind
 	out "reset $s unbind rc=$? gone=$([ -e /sys/block/$dev ] && echo no || echo yes)"
 	: >"/tmp/stop.$s"
@@ -180,13 +215,12 @@ do_hardreset() { # do_hardreset SERIAL
 	pci=$(pci_of "$dev")
 	addr=$(status_addr "$pci") || { out "hardreset $s no-common-cfg"; return; }
 	out "hardreset $s status=$(devmem "$addr" 8) at $addr"
+	rm -f "/tmp/wrote.h$s"
 	for i in 1 2 3 4; do
 		io_loop "/dev/$dev" "h$s" &
 		pids="$pids $!"
 	done
-	sleep 2
-	set -- $(cat "/sys/block/$dev/inflight")
-	out "hardreset $s inflight=reads:$1,writes:$2"
+	wait_busy "$dev" "h$s" "hardreset $s"
 	devmem "$addr" 8 0
 	rc=$?
 	# A device with requests of the old driver in its backend reads
@@ -208,8 +242,104 @@ do_hardreset() { # do_hardreset SERIAL
 	out "hardreset $s after inflight=reads:$1,writes:$2"
 }
 
+# Pages free in the Normal zone, the RAM above 4 GiB, and its first page.
+normal_zone() { # normal_zone free|start
+	awk -v want="$1" '$1 == "Node" { z = $4 }
+		z == "Normal" && want == "free" && $1 == "pages" && $2 == "free" { print $3; exit }
+		z == "Normal" && want == "start" && $1 == "start_pfn:" { print $2; exit }' /proc/zoneinfo
+}
+
+do_mem() { # do_mem MIB PAT
+	local f0 f1 i=0
+	mkdir -p /big && mount -t tmpfs -o size=$(($1 + 64))m,huge=never tmp /big ||
+		{ out "mem mount failed"; return; }
+	f0=$(normal_zone free)
+	while [ $i -lt "$1" ]; do cat "/pat/$2"; i=$((i + 1)); done >/big/f
+	f1=$(normal_zone free)
+	out "mem normal_start_pfn=$(normal_zone start) normal_used_kb=$(( (f0 - f1) * 4 ))" \
+		"md5=$(md5sum </big/f | cut -d' ' -f1)"
+	umount /big
+}
+
+# Interrupts each request queue of DEV has raised, from its MSI-X
+# vectors in /proc/interrupts: "q0=N q1=N ...".
+queue_irqs() {
+	local v
+	v=$(readlink -f "/sys/block/$1/device") && v=${v##*/}
+	awk -v v="$v" '{
+		n = 0
+		for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i
+		if ($NF ~ "^" v "-req\\.[0-9]+$") { q = $NF; sub(/.*\./, "", q); printf "q%s=%d ", q, n }
+	}' /proc/interrupts
+}
+
+do_ext4() { # do_ext4 SERIAL
+	local dev c i pats="pa pb pc pa" p
+	dev=$(dev_of "$1") || { out "ext4 $1 no-disk"; return; }
+	# nodiscard: the only discards this disk sees are the punch's.
+	mkfs.ext4 -q -F -b 4096 -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "/dev/$dev"
+	out "ext4 mkfs rc=$?"
+	mkdir -p /mnt && mount -t ext4 -o discard "/dev/$dev" /mnt
+	out "ext4 mount rc=$?"
+	out "ext4 irqs-before $(queue_irqs "$dev")"
+	set -- $pats
+	for c in 0 2 4 6; do
+		p=$1; shift
+		taskset -c "$c" dd if="/pat/$p" of="/mnt/f$c" bs=64k oflag=direct conv=fsync 2>/dev/null &
+	done
+	wait
+	for c in 0 2 4 6; do
+		taskset -c "$c" dd if="/mnt/f$c" of=/dev/null bs=64k iflag=direct 2>/dev/null
+	done
+	out "ext4 irqs-after $(queue_irqs "$dev")"
+	for i in 1 2 3 4; do cat /pat/pb; done >/mnt/punch
+	sync
+	filefrag -v /mnt/punch | awk '$1 ~ /^[0-9]+:$/ {
+		gsub(/\.\./, " "); gsub(/:/, " "); print "BLK ext4 extent", $2, $3, $4, $5 }'
+	/bin/fallocate -p -o 1048576 -l 2097152 /mnt/punch
+	out "ext4 punch rc=$?"
+	# The freed blocks are discarded when the journal commits them.
+	sync
+	for c in 0 2 4 6; do out "ext4 md5 f$c $(md5sum </mnt/f$c | cut -d' ' -f1)"; done
+	out "ext4 md5 punch $(md5sum </mnt/punch | cut -d' ' -f1)"
+	umount /mnt
+	out "ext4 umount rc=$?"
+	e2fsck -fn "/dev/$dev" >/tmp/fsck.out 2>&1
+	out "ext4 fsck rc=$?"
+	[ -s /tmp/fsck.out ] && sed 's/^/fsck: /' /tmp/fsck.out | tail -n 5
+}
+
+do_discard() { # do_discard SERIAL MIB LEN [-z]
+	local dev
+	dev=$(dev_of "$1") || { out "discard$4 $1 no-disk"; return; }
+	/bin/blkdiscard $4 -o $(($2 * 1048576)) -l $(($3 * 1048576)) "/dev/$dev"
+	out "discard$4 $1 $2 rc=$?"
+}
+
+do_fio() { # do_fio SERIAL MIB LEN
+	local dev rc s0 s1
+	dev=$(dev_of "$1") || { out "fio $1 no-disk"; return; }
+	s0=$(awk '{ print $1 + $5 }' "/sys/block/$dev/stat")
+	fio --name=wrap --filename="/dev/$dev" --offset=$(($2 * 1048576)) \
+		--size=$(($3 * 1048576)) --ioengine=libaio --direct=1 --rw=randwrite \
+		--bsrange=4k-32k --iodepth=32 --loops=4 --verify=crc32c --do_verify=1 \
+		--verify_fatal=1 --eta=never --output=/tmp/fio.out
+	rc=$?
+	s1=$(awk '{ print $1 + $5 }' "/sys/block/$dev/stat")
+	[ $rc -eq 0 ] || tail -n 20 /tmp/fio.out
+	out "fio $1 rc=$rc requests=$((s1 - s0)) $(grep -o 'err= *[0-9]*' /tmp/fio.out | head -n 1)"
+}
+
+do_shell() {
+	sync
+	echo "BLK-SHELL"
+	# The console is this shell's stdin: what the host types runs here.
+	sh
+}
+
 dead=
 echo "BLK-INIT-UP"
+out "sys nproc=$(nproc) memtotal_kb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
 list_disks
 for w in $(cat /proc/cmdline); do
 	v=${w#*=}
@@ -231,6 +361,12 @@ EOF
 		;;
 	blk.reset=*) do_reset "$v" ;;
 	blk.hardreset=*) do_hardreset "$v" ;;
+	blk.mem=*) do_mem "$a" "$b" ;;
+	blk.ext4=*) do_ext4 "$v" ;;
+	blk.discard=*) do_discard "$a" "$b" "$c" ;;
+	blk.zero=*) do_discard "$a" "$b" "$c" -z ;;
+	blk.fio=*) do_fio "$a" "$b" "$c" ;;
+	blk.shell) do_shell ;;
 	esac
 done
 list_disks
