@@ -36,6 +36,29 @@ count() {
 	total_fail=$((total_fail + ${bad:-0} + ${timeouts:-0}))
 }
 
+# Every skip (a test's exit 77 or a TAP "# SKIP", each with its reason)
+# and every retried start of the nested host, from meson's log of the
+# run, so none hides behind "passed".
+notes=$(mktemp)
+trap 'rm -f "$notes"' EXIT
+collect() {
+	python3 - "$1/meson-logs/testlog.json" >>"$notes" <<'EOF'
+import json, re, sys
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    out, err = t.get("stdout") or "", t.get("stderr") or ""
+    tap = [m for m in (re.match(r"ok \d+ - (.*) # SKIP (.*)", l)
+                       for l in out.splitlines()) if m]
+    for m in tap:
+        print("skip: %s: %s: %s" % (t["name"], m.group(1), m.group(2)))
+    if t["result"] == "SKIP" and not tap:
+        print("skip: %s: %s" % (t["name"], (out.strip().splitlines() or ["?"])[-1]))
+    for l in err.splitlines():
+        if l.startswith("with-kvm: retry"):
+            print("retry: %s: %s" % (t["name"], l))
+EOF
+}
+
 run_suite() {
 	local dir=$1; shift
 	local log
@@ -44,6 +67,7 @@ run_suite() {
 		fail=1
 	fi
 	count "$log"
+	collect "$dir"
 	rm -f "$log"
 }
 
@@ -75,6 +99,8 @@ if [ $quick = 0 ]; then
 	echo "== ASan + UBSan"
 	setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
 		--buildtype=debug
+	# The build stops at a UBSan report anyway (-fno-sanitize-recover);
+	# these settings also reach the nested host (with-kvm passes them).
 	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 	export ASAN_OPTIONS=detect_leaks=1
 	run_suite build-asan --suite unit --suite cli
@@ -87,5 +113,8 @@ if [ $quick = 0 ]; then
 	fi
 fi
 
-echo "$total_pass passed, $total_fail failed"
+skips=$(grep -c '^skip: ' "$notes")
+retries=$(grep -c '^retry: ' "$notes")
+echo "$total_pass passed, $total_fail failed, $skips checks skipped, $retries nested-host start retries"
+sed 's/^/  /' "$notes"
 exit $fail
