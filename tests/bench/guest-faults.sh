@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# guest-faults.sh --brisk PATH [--runs N] [--workload reset|boot|io]
+# guest-faults.sh --brisk PATH [--runs N] [--workload reset|boot|io|mem]
 #                 [--vmms brisk,qemu] [--outdir DIR] [--timeout S] [--trace]
+#                 [--nested-mem MB]
 #
 # How often does the same guest crash under brisk and under
 # qemu-system-x86_64 -accel kvm, booted alternately in one with-kvm host?
@@ -15,7 +16,8 @@
 # KVM's own tracepoints (exits, entries, injected interrupts and
 # exceptions) are on during each boot, and the last events before a boot
 # that was not ok are kept too: what KVM did to the vCPU just before it
-# died, whichever VMM asked for the VM.
+# died, whichever VMM asked for the VM.  --nested-mem sizes the nested
+# host (with-kvm --mem), whose own memory pressure is one suspect.
 #
 # Workloads (the same kernel, initramfs, disks and command line for both
 # VMMs):
@@ -24,6 +26,8 @@
 #   io     blk-init.sh's plain reads and writes on a split and a packed
 #          disk, -smp 2
 #   boot   guest-init.sh: boot and power off, -smp 1
+#   mem    blk-init.sh's tmpfs fill, 4 x 768 MiB, -m 6G -smp 8: memory
+#          above 4 GiB, touched page by page (no disks)
 # Only guests the VMMs can both run are used: no hardreset (QEMU keeps a
 # device dead after a status write of 0 the same way, but the guest then
 # hangs on the flush at poweroff under both).
@@ -34,7 +38,7 @@ src=$(cd "$here/../.." && pwd)
 me=$here/$(basename "${BASH_SOURCE[0]}")
 
 brisk= runs=10 workload=reset vmms=brisk,qemu outdir=$src/build-bench/guest-faults
-timeout= kernel= inner= trace=
+timeout= kernel= inner= trace= nested_mem=3072
 while [ $# -gt 0 ]; do
 	case $1 in
 	--brisk) brisk=$2; shift 2 ;;
@@ -45,13 +49,14 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=$2; shift 2 ;;
 	--kernel) kernel=$2; shift 2 ;;
 	--trace) trace=1; shift ;;
+	--nested-mem) nested_mem=$2; shift 2 ;;
 	--inner) inner=1; shift ;;
 	*) sed -n '4,5s/^# \{0,1\}//p' "$me" >&2; exit 2 ;;
 	esac
 done
 die() { echo "guest-faults: $*" >&2; exit 1; }
 case $runs in ''|*[!0-9]*) die "--runs: not a number: $runs" ;; esac
-case $workload in reset|io|boot) ;; *) die "--workload: reset, io or boot" ;; esac
+case $workload in reset|io|boot|mem) ;; *) die "--workload: reset, io, boot or mem" ;; esac
 guard=150
 MiB=1048576
 
@@ -75,7 +80,7 @@ if [ -z "$inner" ]; then
 	fi
 	n=$(( $(echo "$vmms" | tr ',' '\n' | wc -l) * runs ))
 	cd "$outdir" || exit 1
-	exec "$src/tests/kvm/with-kvm" --timeout "${timeout:-$((n * guard + 60))}" \
+	exec "$src/tests/kvm/with-kvm" --timeout "${timeout:-$((n * guard + 60))}" --mem "$nested_mem" \
 		--brisk "$brisk" --work "$outdir" -- "$me" --inner --brisk "$brisk" \
 		--runs "$runs" --workload "$workload" --vmms "$vmms" --outdir "$outdir" \
 		--kernel "$kernel" ${trace:+--trace}
@@ -95,16 +100,20 @@ io)
 boot)
 	smp=1 last=action=poweroff
 	append="console=ttyS0 quiet brisk.test=poweroff" ;;
+mem)
+	smp=8 mem=6G last=BLK-DONE
+	append="console=ttyS0 quiet blk.mem=768:pa blk.mem=768:pb blk.mem=768:pc blk.mem=768:pa" ;;
 esac
+mem=${mem:-512M}
 disks() {
-	[ "$workload" = boot ] && return
+	[ "$workload" = boot ] || [ "$workload" = mem ] && return
 	rm -f r.raw s.raw
 	truncate -s $((64 * MiB)) r.raw s.raw
 	dd if=pb of=r.raw bs=1M seek=5 conv=notrunc status=none
 	dd if=pc of=s.raw bs=1M seek=9 conv=notrunc status=none
 }
 brisk_disks=() qemu_disks=()
-if [ "$workload" != boot ]; then
+if [ "$workload" != boot ] && [ "$workload" != mem ]; then
 	brisk_disks=(-drive file=r.raw,if=none,id=d0,format=raw,aio=io_uring,cache=none
 		-device virtio-blk-pci,drive=d0,packed=off,queue-size=256,serial=brisk-r1
 		-drive file=s.raw,if=none,id=d1,format=raw,aio=io_uring,cache=writeback
@@ -129,10 +138,10 @@ boot() {
 	disks
 	if [ "$vmm" = brisk ]; then
 		cmd=("$brisk" -kernel "$kernel" -initrd guest.img -append "$append"
-			-m 512M -smp "$smp" -timeout "$guard" "${brisk_disks[@]}")
+			-m "$mem" -smp "$smp" -timeout "$guard" "${brisk_disks[@]}")
 	else
 		cmd=(timeout "$guard" qemu-system-x86_64 -accel kvm -cpu host -machine q35
-			-m 512 -smp "$smp" -kernel "$kernel" -initrd guest.img
+			-m "$mem" -smp "$smp" -kernel "$kernel" -initrd guest.img
 			-append "$append" -nodefaults -display none -vga none -monitor none
 			-serial stdio -device pvpanic -action panic=exit-failure -no-reboot
 			"${qemu_disks[@]}")
@@ -170,7 +179,8 @@ boot() {
 
 res=$outdir/results
 : >"$res"
-echo "# route ${BRISK_WITH_KVM_ROUTE:-unknown}, workload $workload, kernel $kernel"
+echo "# route ${BRISK_WITH_KVM_ROUTE:-unknown}, workload $workload, kernel $kernel," \
+	"$(awk '/^MemTotal:/ { printf "%d MiB", $2 / 1024 }' /proc/meminfo) here"
 echo "# append: $append"
 IFS=, read -r -a order <<<"$vmms"
 for i in $(seq 1 "$runs"); do

@@ -526,6 +526,7 @@ if want large; then
 	# one: the nested host's /tmp is a fresh tmpfs, natively $TMPDIR.
 	# tmpfs takes no O_DIRECT here, hence cache=writeback.
 	ddir=$(mktemp -d "${TMPDIR:-/tmp}/blk-large.XXXXXX") || die "mktemp failed"
+	trap 'rm -rf "$ddir"' EXIT
 	mkdisk "$ddir/fs.raw" $((64 * MiB))
 	mkdisk "$ddir/raw.raw" $((64 * MiB)) pc@7 pa@8 pb@9 pc@10 pa@11 pb@12 pc@13 pa@14 pb@15 pc@16
 	head -c 65536 /dev/urandom >"$ddir/probe"
