@@ -99,8 +99,9 @@ if [ -z "$inner" ]; then
 			-b blkdiscard -b fallocate -b fio || exit 1
 	fi
 	cd "$outdir" || exit 1
-	# A nested host needs room for the large boot's 6 GiB guest: in the
-	# default 3 GiB its memory pressure crashed the guest (docs/benchmarks.md).
+	# Room in the nested host for the large boot's 6 GiB guest: in the
+	# default 3 GiB, QEMU cannot even map it, and brisk's guests crashed
+	# most often there (docs/benchmarks.md).
 	mem=3072
 	[ -z "$only" ] || [ "$only" = large ] && mem=${BRISK_BLK_TESTS_NESTED_MEM:-8192}
 	exec "$here/with-kvm" --whole-stdout --timeout "${BRISK_BLK_TESTS_TIMEOUT:-900}" --mem "$mem" \
