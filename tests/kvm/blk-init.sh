@@ -128,20 +128,25 @@ io_loop() { # io_loop NODE N
 	done
 }
 
-# Waits (up to 60 s) until the loops on DEV have completed a write and
-# reads and writes are both in flight at the same moment, then returns at
-# once, so what follows hits the device busy; prints what it saw.  A host
-# busy elsewhere may take seconds to get the loops going, which a fixed
-# sleep would not cover.
+# Centiseconds since the guest booted: a clock, unlike a count of sleeps,
+# which a stalled or slow guest stretches.
+now_cs() { local u; read -r u _ </proc/uptime; u=${u%.*}${u#*.}; echo $((10#$u)); }
+
+# Waits (up to 90 s of the guest's clock) until the loops on DEV have
+# completed a write and reads and writes are both in flight at the same
+# moment, then returns at once, so what follows hits the device busy;
+# prints what it saw.  A guest slowed by its host may take seconds to get
+# the loops going, which a fixed sleep would not cover.
 wait_busy() { # wait_busy DEV N LABEL
-	local r=0 w=0 t=0
-	while [ $t -lt 1200 ]; do
+	local r=0 w=0 t0 t
+	t0=$(now_cs) t=$t0
+	while [ $((t - t0)) -lt 9000 ]; do
 		read -r r w <"/sys/block/$1/inflight"
 		[ -e "/tmp/wrote.$2" ] && [ "$r" -gt 0 ] && [ "$w" -gt 0 ] && break
 		sleep 0.05
-		t=$((t + 1))
+		t=$(now_cs)
 	done
-	out "$3 inflight=reads:$r,writes:$w wrote=$([ -e "/tmp/wrote.$2" ] && echo yes || echo no) waited=$((t / 20))s"
+	out "$3 inflight=reads:$r,writes:$w wrote=$([ -e "/tmp/wrote.$2" ] && echo yes || echo no) waited=$(((t - t0) / 100))s"
 }
 
 do_reset() { # do_reset SERIAL
