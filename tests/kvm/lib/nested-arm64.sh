@@ -42,13 +42,15 @@ nested_arm64() {
 	printf 'WORK=%q\n' "$work" >"$ctl/config"
 	printf '%s\n' "$top" "$root" "$(pwd -P)" >"$ctl/binds"
 
-	local try
-	for try in 1 2; do
-		nested_arm64_boot "$root/boot/vmlinuz-$kver" "$initrd" && break
-		[ "$try" -eq 2 ] && die "nested arm64 host failed to start twice"
-		echo "$prog: retrying the nested arm64 host once" >&2
+	# As in with-kvm: only a start that failed, before COMMAND runs, is
+	# tried once more, and said.
+	local retries=0
+	until nested_arm64_boot "$root/boot/vmlinuz-$kver" "$initrd"; do
+		[ $retries -ge 1 ] && die "nested arm64 host failed to start twice"
+		retries=$((retries + 1))
+		echo "$prog: retry $retries: starting the nested arm64 host once more (the command had not run)" >&2
 	done
-	BRISK_WITH_KVM_ROUTE=nested BRISK_WITH_KVM_CTL=$ctl \
+	BRISK_WITH_KVM_ROUTE=nested BRISK_WITH_KVM_RETRIES=$retries BRISK_WITH_KVM_CTL=$ctl \
 	BRISK_WITH_KVM_RUN=$here/lib/remote-run BRISK_WITH_KVM_SIGKILL=USR1 \
 		timeout -k 10 "$timeout" "$@"
 	rc=$?
