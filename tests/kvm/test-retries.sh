@@ -7,6 +7,7 @@
 # before the command runs is made once more, counted, said on stderr and
 # handed to the command in BRISK_WITH_KVM_RETRIES; a nested host that
 # stops answering or dies once the command runs fails the run at once.
+# The sanitizers' settings (*SAN_OPTIONS) reach the command there too.
 
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -49,9 +50,10 @@ wedge) echo up >"$ctl/up"; exec sleep 1000 ;;
 vanish) echo up >"$ctl/up"; exit 0 ;;
 run)
 	echo up >"$ctl/up"
-	# cmd.sh as the inner host runs it, but outside its chroot.
+	# cmd.sh as the inner host runs it, but outside its chroot: from an
+	# empty environment, so only what cmd.sh sets reaches the command.
 	sed "s#/run/with-kvm/#$ctl/#g" "$ctl/cmd.sh" >"$ctl/cmd.here"
-	bash "$ctl/cmd.here" >>"$ctl/out" 2>>"$ctl/err"
+	env -i /bin/bash "$ctl/cmd.here" >>"$ctl/out" 2>>"$ctl/err"
 	echo $? >"$ctl/rc" ;;
 esac
 EOS
@@ -65,7 +67,8 @@ run() {
 	BRISK_WITH_KVM_START_TIMEOUT=2 BRISK_WITH_KVM_WEDGE_TIMEOUT=3 \
 	BRISK_WITH_KVM=nested XDG_CACHE_HOME=${XDG_CACHE_HOME:-$HOME/.cache} \
 		timeout 120 "$here/with-kvm" --timeout 60 --work "$tmp" -- \
-		sh -c 'echo "retries=$BRISK_WITH_KVM_RETRIES"; exit 7' >"$tmp/out" 2>"$tmp/err"
+		sh -c 'echo "retries=$BRISK_WITH_KVM_RETRIES"; echo "ubsan=${UBSAN_OPTIONS:-}"
+		       echo "asan=${ASAN_OPTIONS:-}"; exit 7' >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	starts=$(cat "$tmp/starts" 2>/dev/null || echo 0)
 }
@@ -74,6 +77,11 @@ has() { grep -q -- "$2" "$1"; }
 run "run"
 tap_check "a clean start: the command's status comes back" [ $rc -eq 7 ]
 tap_check "a clean start: no retry, and the command is told so" has "$tmp/out" "^retries=0$"
+
+# A sanitizer build behaves in the nested host as here: halting at a report.
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 run "run"
+tap_check "the sanitizers' settings reach the command in the nested host" \
+	eval 'has "$tmp/out" "^ubsan=halt_on_error=1:print_stacktrace=1$" && has "$tmp/out" "^asan=detect_leaks=1$"'
 
 run "hang run"
 tap_check "a start that hangs is made once more" [ "$starts" -eq 2 ]
