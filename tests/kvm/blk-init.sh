@@ -18,9 +18,9 @@
 #   blk.mem=MIB:PAT         fill a tmpfs file with MIB copies of /pat/PAT;
 #                           print its md5 and how much of the Normal zone
 #                           (RAM above 4 GiB) it took
-#   blk.ext4=SERIAL         mkfs.ext4, mount -o discard, write files with
-#                           O_DIRECT from CPUs 0, 2, 4 and 6 (one per queue
-#                           of a 4-queue disk on 8 vCPUs), punch a hole with
+#   blk.ext4=SERIAL         mkfs.ext4, mount -o discard, write files f0..f3
+#                           with O_DIRECT from four CPUs spread evenly (one
+#                           per queue of a 4-queue disk), punch a hole with
 #                           fallocate -p, umount, e2fsck; print each step's
 #                           status, md5s, the punched blocks and each
 #                           queue's interrupts before and after the writes
@@ -67,8 +67,11 @@ list_disks() {
 		n=${d##*/}
 		[ -e "$d" ] && [ "$n" != "$dead" ] || continue
 		mq=$(ls "$d/mq" 2>/dev/null | wc -l)
+		# tags: the requests the driver keeps on a queue, at most the
+		# ring's size.
 		out "disk $n serial=$(cat "$d/serial" 2>/dev/null) sectors=$(cat "$d/size")" \
-			"ro=$(cat "$d/ro") mq=$mq pci=$(pci_of "$n")"
+			"ro=$(cat "$d/ro") mq=$mq tags=$(cat "$d/mq/0/nr_tags" 2>/dev/null)" \
+			"pci=$(pci_of "$n")"
 	done
 }
 
@@ -279,7 +282,7 @@ queue_irqs() {
 }
 
 do_ext4() { # do_ext4 SERIAL
-	local dev c i pats="pa pb pc pa" p
+	local dev c i pats="pa pb pc pa" p step
 	dev=$(dev_of "$1") || { out "ext4 $1 no-disk"; return; }
 	# nodiscard: the only discards this disk sees are the punch's.
 	mkfs.ext4 -q -F -b 4096 -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "/dev/$dev"
@@ -287,14 +290,18 @@ do_ext4() { # do_ext4 SERIAL
 	mkdir -p /mnt && mount -t ext4 -o discard "/dev/$dev" /mnt
 	out "ext4 mount rc=$?"
 	out "ext4 irqs-before $(queue_irqs "$dev")"
+	# blk-mq spreads the queues evenly over the CPUs: CPU i * step is
+	# on queue i.
+	step=$(($(nproc) / 4))
+	[ $step -ge 1 ] || step=1
 	set -- $pats
-	for c in 0 2 4 6; do
+	for i in 0 1 2 3; do
 		p=$1; shift
-		taskset -c "$c" dd if="/pat/$p" of="/mnt/f$c" bs=64k oflag=direct conv=fsync 2>/dev/null &
+		taskset -c $((i * step)) dd if="/pat/$p" of="/mnt/f$i" bs=64k oflag=direct conv=fsync 2>/dev/null &
 	done
 	wait
-	for c in 0 2 4 6; do
-		taskset -c "$c" dd if="/mnt/f$c" of=/dev/null bs=64k iflag=direct 2>/dev/null
+	for i in 0 1 2 3; do
+		taskset -c $((i * step)) dd if="/mnt/f$i" of=/dev/null bs=64k iflag=direct 2>/dev/null
 	done
 	out "ext4 irqs-after $(queue_irqs "$dev")"
 	for i in 1 2 3 4; do cat /pat/pb; done >/mnt/punch
@@ -305,7 +312,7 @@ do_ext4() { # do_ext4 SERIAL
 	out "ext4 punch rc=$?"
 	# The freed blocks are discarded when the journal commits them.
 	sync
-	for c in 0 2 4 6; do out "ext4 md5 f$c $(md5sum </mnt/f$c | cut -d' ' -f1)"; done
+	for i in 0 1 2 3; do out "ext4 md5 f$i $(md5sum </mnt/f$i | cut -d' ' -f1)"; done
 	out "ext4 md5 punch $(md5sum </mnt/punch | cut -d' ' -f1)"
 	umount /mnt
 	out "ext4 umount rc=$?"
