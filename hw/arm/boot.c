@@ -96,10 +96,15 @@ int arm_boot_open(struct arm_boot *b, const char *kernel, const char *initrd,
 		if (b->initrd_fd < 0)
 			return -1;
 	}
-	if (dtb && loader_read_file("device tree", dtb, 8, ARM_FDT_MAX, &b->dtb,
-				    &b->dtb_size))
+	return dtb ? arm_boot_open_dtb(b, dtb) : 0;
+}
+
+int arm_boot_open_dtb(struct arm_boot *b, const char *dtb)
+{
+	if (loader_read_file("device tree", dtb, 8, ARM_FDT_MAX, &b->dtb,
+			     &b->dtb_size))
 		return -1;
-	return 0;
+	return arm_fdt_check_user(b->dtb, b->dtb_size, dtb);
 }
 
 int arm_boot_plan(struct arm_boot *b, uint64_t ram_base, uint64_t ram_size)

@@ -291,17 +291,58 @@ int arm_fdt_build(const struct arm_fdt_params *p, void *buf, size_t size)
 }
 
 /*
+ * libfdt trusts the header's sizes and offsets: check them against the
+ * bytes read before anything walks the tree, then walk all of it once,
+ * so a truncated or corrupt blob is refused here and not found out past
+ * the end of the buffer.
+ */
+static int check_blob(const void *dtb, size_t size)
+{
+	int err;
+
+	if (size < sizeof(struct fdt_header))
+		return -FDT_ERR_TRUNCATED;
+	err = fdt_check_header(dtb);
+	if (!err && fdt_totalsize(dtb) > size)
+		err = -FDT_ERR_TRUNCATED;
+	/*
+	 * Version 17 (the specification's, dtc's since 2007) has the sizes
+	 * the walk relies on; libfdt 1.6.1's fdt_check_full() dereferences
+	 * NULL on some older-version blobs.
+	 */
+	if (!err && fdt_version(dtb) < 17)
+		err = -FDT_ERR_BADVERSION;
+	return err ? err : fdt_check_full(dtb, fdt_totalsize(dtb));
+}
+
+int arm_fdt_check_user(const void *dtb, size_t size, const char *name)
+{
+	int err = check_blob(dtb, size);
+
+	if (err)
+		error_report("-dtb '%s': not a usable device tree blob: %s", name,
+			     fdt_strerror(err));
+	return err ? -1 : 0;
+}
+
+/*
  * A user's tree (-dtb) is the user's, except for what only brisk knows:
  * the command line and where the initrd went, as QEMU does.
  */
-int arm_fdt_patch_user(const void *dtb, void *buf, size_t size,
-		       const struct arm_fdt_params *p)
+int arm_fdt_patch_user(const void *dtb, size_t dtb_size, void *buf,
+		       size_t size, const struct arm_fdt_params *p)
 {
 	int chosen, err;
 
+	err = check_blob(dtb, dtb_size);
+	if (err) {
+		error_report("-dtb: not a usable device tree blob: %s",
+			     fdt_strerror(err));
+		return -1;
+	}
 	err = fdt_open_into(dtb, buf, size);
 	if (err < 0) {
-		error_report("-dtb: not a usable device tree blob: %s",
+		error_report("-dtb: does not fit in %zu bytes: %s", size,
 			     fdt_strerror(err));
 		return -1;
 	}

@@ -53,10 +53,15 @@ static struct board *virt_open(const struct cli_opts *o)
 			     o->ncpus, ARM_GICR_MAX_CPUS);
 		goto fail;
 	}
-	/* -machine dumpdtb needs no kernel: then nothing is placed either. */
+	/*
+	 * -machine dumpdtb needs no kernel: then nothing is placed either,
+	 * and the dump is -dtb's tree with /chosen's bootargs.
+	 */
 	if (o->kernel &&
 	    (arm_boot_open(&b->boot, o->kernel, o->initrd, o->dtb) ||
 	     arm_boot_plan(&b->boot, ARM_RAM_BASE, o->ram_size)))
+		goto fail;
+	if (!o->kernel && o->dtb && arm_boot_open_dtb(&b->boot, o->dtb))
 		goto fail;
 	return b;
 fail:
@@ -127,7 +132,8 @@ static int virt_fdt(struct board *b, unsigned ncpus)
 		return -1;
 	}
 	if (b->boot.dtb)
-		return arm_fdt_patch_user(b->boot.dtb, b->fdt, ARM_FDT_MAX, &p);
+		return arm_fdt_patch_user(b->boot.dtb, b->boot.dtb_size, b->fdt,
+					  ARM_FDT_MAX, &p);
 	/* Without a seed Linux keeps its own layout (no KASLR); not fatal. */
 	if (getrandom(&p.seed, sizeof(p.seed), GRND_NONBLOCK) != sizeof(p.seed))
 		p.seed = 0;

@@ -225,7 +225,7 @@ static void test_user_fdt(void)
 	/* A minimal tree without /chosen, as a user might bring. */
 	CHECK(fdt_create_empty_tree(user, sizeof(user)) == 0);
 	CHECK(fdt_setprop_string(user, 0, "model", "mine") == 0);
-	CHECK(arm_fdt_patch_user(user, out, sizeof(out), &p) == 0);
+	CHECK(arm_fdt_patch_user(user, sizeof(user), out, sizeof(out), &p) == 0);
 	chosen = fdt_path_offset(out, "/chosen");
 	CHECK(chosen >= 0);
 	CHECK(!strcmp(fdt_getprop(out, chosen, "bootargs", NULL), "root=/dev/vda"));
@@ -241,11 +241,62 @@ static void test_user_fdt(void)
 	CHECK(fdt_setprop_string(out, chosen, "bootargs", "theirs") == 0);
 	memcpy(user, out, fdt_totalsize(out));
 	p.bootargs = NULL;
-	CHECK(arm_fdt_patch_user(user, out, sizeof(out), &p) == 0);
+	CHECK(arm_fdt_patch_user(user, sizeof(user), out, sizeof(out), &p) == 0);
 	CHECK(!strcmp(fdt_getprop(out, fdt_path_offset(out, "/chosen"), "bootargs",
 				  NULL), "theirs"));
-	CHECK(arm_fdt_patch_user(junk, out, sizeof(out), &p) == -1);
-	CHECK(arm_fdt_patch_user(user, out, 64, &p) == -1);	/* no room */
+	CHECK(arm_fdt_patch_user(junk, sizeof(junk), out, sizeof(out), &p) == -1);
+	CHECK(arm_fdt_patch_user(user, sizeof(user), out, 64, &p) == -1);	/* no room */
+}
+
+/*
+ * A blob read from a file is checked against the bytes read (devicetree
+ * specification 0.4, 5.2: totalsize covers every block; 5.4: the
+ * structure block's tokens, 5.5: the strings block) before any use.
+ */
+static void test_user_fdt_bad(void)
+{
+	static uint8_t user[4096], out[8192], copy[4096];
+	struct arm_fdt_params p = { .bootargs = "root=/dev/vda" };
+	struct fdt_header *h = (struct fdt_header *)copy;
+	size_t total;
+
+	CHECK(fdt_create_empty_tree(user, sizeof(user)) == 0);
+	CHECK(fdt_setprop_string(user, 0, "model", "mine") == 0);
+	CHECK(fdt_pack(user) == 0);
+	total = fdt_totalsize(user);
+	CHECK(arm_fdt_check_user(user, total, "t") == 0);
+	/* Truncated: the file ends before totalsize, or inside the header. */
+	CHECK(arm_fdt_check_user(user, total - 1, "t") == -1);
+	CHECK(arm_fdt_check_user(user, 20, "t") == -1);
+	CHECK(arm_fdt_patch_user(user, total - 8, out, sizeof(out), &p) == -1);
+	/* A header that says more than the file holds. */
+	memcpy(copy, user, total);
+	h->totalsize = cpu_to_fdt32(0x7fffffff);
+	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
+	/* A structure block that runs past totalsize. */
+	memcpy(copy, user, total);
+	h->size_dt_struct = cpu_to_fdt32(fdt32_to_cpu(h->size_dt_struct) + 0x1000);
+	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
+	/* A property whose name offset points past the strings block. */
+	memcpy(copy, user, total);
+	int prop = fdt_first_property_offset(copy, 0);
+
+	CHECK(prop >= 0);
+	if (prop >= 0) {
+		fdt32_t *nameoff = (fdt32_t *)(copy + fdt_off_dt_struct(copy) +
+					       prop + 8);
+		*nameoff = cpu_to_fdt32(0x10000);
+	}
+	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
+	CHECK(arm_fdt_patch_user(copy, total, out, sizeof(out), &p) == -1);
+	/* Before version 17 the header lacks the structure block's size. */
+	memcpy(copy, user, total);
+	h->version = cpu_to_fdt32(16);
+	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
+	/* A token that is none of the five. */
+	memcpy(copy, user, total);
+	memset(copy + fdt_off_dt_struct(copy), 0x55, 4);
+	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
 }
 
 /* ---- booting.rst: the Image header ---- */
@@ -345,6 +396,7 @@ int main(int argc, char **argv)
 	test_pci();
 	test_fdt_options();
 	test_user_fdt();
+	test_user_fdt_bad();
 	test_image();
 	test_load();
 	return check_summary();

@@ -8,6 +8,7 @@ Run it again after changing a layout: tests/fuzz/make-seeds.py
 """
 import os
 import struct
+import subprocess
 import sys
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'corpus')
@@ -280,12 +281,27 @@ def cli_seeds():
     write('fuzz-cli', 'help', argv('--help'))
 
 
+def dtb_seeds():
+    # dtc writes the blobs: a tree with /chosen and one without.
+    trees = {
+        'chosen': '/dts-v1/; / { model = "m"; #address-cells = <2>; #size-cells = <2>; '
+                  'chosen { bootargs = "old"; }; memory@40000000 { '
+                  'device_type = "memory"; reg = <0 0x40000000 0 0x1000000>; }; };',
+        'bare': '/dts-v1/; /memreserve/ 0x48000000 0x1000; / { };',
+    }
+    for name, dts in trees.items():
+        blob = subprocess.run(['dtc', '-I', 'dts', '-O', 'dtb'], input=dts.encode(),
+                              stdout=subprocess.PIPE, check=True).stdout
+        write('fuzz-arm-dtb', name, blob)
+
+
 def main():
     vq_seeds()
     blk_seeds()
     pci_seeds()
     bz_seeds()
     cli_seeds()
+    dtb_seeds()
     return 0
 
 

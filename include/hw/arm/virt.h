@@ -71,13 +71,19 @@ struct arm_fdt_params {
  */
 int arm_fdt_build(const struct arm_fdt_params *p, void *buf, size_t size);
 /*
- * A user's tree (dtb, -dtb FILE) copied into buf, with /chosen's bootargs
- * (when p->bootargs) and initrd range (when p->initrd_size) set from p;
- * the rest of p is the user's business.  -1 with one error line on a
- * blob libfdt rejects or one that does not fit.
+ * A user's tree (-dtb FILE, size bytes read from it) checked whole: its
+ * header, its total size against size, every tag, offset and string in
+ * it.  0, or -1 with one error line naming name.
  */
-int arm_fdt_patch_user(const void *dtb, void *buf, size_t size,
-		       const struct arm_fdt_params *p);
+int arm_fdt_check_user(const void *dtb, size_t size, const char *name);
+/*
+ * A user's tree (dtb, dtb_size bytes) checked as above and copied into
+ * buf, with /chosen's bootargs (when p->bootargs) and initrd range (when
+ * p->initrd_size) set from p; the rest of p is the user's business.  -1
+ * with one error line on a blob that fails the check or does not fit.
+ */
+int arm_fdt_patch_user(const void *dtb, size_t dtb_size, void *buf,
+		       size_t size, const struct arm_fdt_params *p);
 
 /*
  * The arm64 Linux boot protocol (Documentation/arch/arm64/booting.rst).
@@ -101,6 +107,8 @@ struct arm_boot {
 
 int arm_boot_open(struct arm_boot *b, const char *kernel, const char *initrd,
 		  const char *dtb);
+/* Reads and checks (arm_fdt_check_user) the user's tree alone. */
+int arm_boot_open_dtb(struct arm_boot *b, const char *dtb);
 /*
  * arm_boot_open() for an Image already in memory: image was malloc'd and
  * belongs to b from now on, even on failure; name stands for the file.
