@@ -12,6 +12,8 @@
 #   busybox-static  the userland of both
 # Prints DIR.  Cheap to rerun: a package already unpacked is kept.
 set -eu
+# depmod lives in /sbin, which Debian leaves off a plain user's PATH.
+PATH=$PATH:/usr/sbin:/sbin
 
 dir=${1:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/brisk/arm64}
 mkdir -p "$dir/debs" "$dir/root"

@@ -1,24 +1,37 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Installs every Debian package brisk's build, tests and benchmarks use.
-# Rerunning is cheap: apt is skipped when everything is already installed.
-# On an x86-64 host it also sets up the arm64 cross build and the nested
-# arm64 host: the arm64 architecture for dpkg, the cross compiler and
-# liburing-dev:arm64, and (scripts/arm64-debs.sh) the arm64 packages that
-# cannot be installed beside their amd64 twins.
+# Installs every Debian package brisk's build, tests and benchmarks use,
+# for this host's architecture (amd64 or arm64).  Rerunning is cheap: apt
+# is skipped when everything is already installed.
+# On an amd64 host it also sets up the arm64 cross build and the nested
+# arm64 host: dpkg's foreign architecture arm64 (so that apt can fetch
+# arm64 packages), the cross compiler and liburing-dev:arm64, qemu-user
+# for qemu-aarch64 (without qemu-user-binfmt: no binfmt handlers are
+# registered), and (scripts/arm64-debs.sh) the arm64 packages that cannot
+# be installed beside their amd64 twins, unpacked into a cache directory.
 set -eu
 
-pkgs="build-essential gcc meson ninja-build pkg-config liburing-dev libfdt-dev
-linux-libc-dev acpica-tools qemu-system-x86 linux-image-amd64 busybox-static
-cpio kmod fio gnuplot-nox clang libclang-rt-14-dev llvm valgrind device-tree-compiler e2fsprogs
-util-linux bsdutils python3"
-cross=
 native=$(dpkg --print-architecture)
-if [ "$native" = amd64 ]; then
+pkgs="build-essential gcc meson ninja-build pkg-config liburing-dev libfdt-dev
+linux-libc-dev busybox-static cpio kmod fio gnuplot-nox clang libclang-rt-14-dev
+llvm valgrind device-tree-compiler e2fsprogs util-linux bsdutils python3"
+cross=
+case $native in
+amd64)
+	# iasl compiles the PC's DSDT; QEMU runs the nested host and the
+	# benchmarks' comparisons; the Debian kernel is the guest's.
+	pkgs="$pkgs acpica-tools qemu-system-x86 linux-image-amd64"
 	cross=1
 	pkgs="$pkgs gcc-aarch64-linux-gnu libc6-dev-arm64-cross liburing-dev:arm64
-libfdt1:arm64 qemu-system-arm qemu-user-static"
-fi
+qemu-system-arm qemu-user" ;;
+arm64)
+	# The guest's kernel, and QEMU for the nested host where this
+	# host's /dev/kvm cannot run guests.
+	pkgs="$pkgs linux-image-arm64 qemu-system-arm" ;;
+*)
+	echo "setup-debian: brisk builds on amd64 and arm64 hosts, not $native" >&2
+	exit 1 ;;
+esac
 sudo=
 [ "$(id -u)" -eq 0 ] || sudo=sudo
 arm64_debs() {
@@ -41,6 +54,7 @@ if [ -z "$missing" ]; then
 fi
 echo "setup-debian: installing:$missing"
 if [ -n "$cross" ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	echo "setup-debian: adding arm64 as a foreign architecture for dpkg and apt"
 	$sudo dpkg --add-architecture arm64
 fi
 $sudo apt-get update

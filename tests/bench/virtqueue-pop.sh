@@ -55,7 +55,7 @@ if [ "$arm64" = 1 ]; then
 	prefix=${BUILD_PREFIX:-$src/build-bench-arm64}
 	cross="--cross-file $src/scripts/cross/aarch64-linux-gnu.ini
 -Dfdt_libdir=$("$src/scripts/arm64-debs.sh")/root/usr/lib/aarch64-linux-gnu"
-	run="qemu-aarch64-static -L /usr/aarch64-linux-gnu"
+	run="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 	objdump=aarch64-linux-gnu-objdump
 fi
 work=$(mktemp -d)

@@ -12,7 +12,7 @@
 
 # nested_arm64 COMMAND...: never returns; exits with COMMAND's status.
 nested_arm64() {
-	local need="scripts/setup-debian.sh (qemu-system-arm, qemu-user-static, and the arm64 packages of scripts/arm64-debs.sh)"
+	local need="scripts/setup-debian.sh (qemu-system-arm, qemu-user, and the arm64 packages of scripts/arm64-debs.sh)"
 	local root kver initrd key init_text cache rc
 	command -v qemu-system-aarch64 >/dev/null ||
 		die "no qemu-system-aarch64 to boot the nested arm64 host with; run $need"
@@ -65,7 +65,7 @@ nested_arm64_initrd() {
 	cp "$root/bin/busybox" "$r/bin/busybox"
 	# Listing the applets runs busybox: under qemu-aarch64 on another host.
 	local lister=
-	[ "$(host_arch)" = arm64 ] || lister=qemu-aarch64-static
+	[ "$(host_arch)" = arm64 ] || lister=qemu-aarch64
 	for a in $($lister "$root/bin/busybox" --list); do
 		[ "$a" = busybox ] || ln -s busybox "$r/bin/$a"
 	done
