@@ -53,4 +53,36 @@ static inline uint64_t kvm_arm_vcpu_mpidr(unsigned id)
  */
 int kvm_arm_gic_create(struct kvm_vm *vm, const struct kvm_arm_gic_layout *l);
 
+/*
+ * The guest physical address space a VM needs for a map that ends at end:
+ * never under 32 bits (the least KVM gives, and the whole device map
+ * below 4 GiB, the KVM check's MMIO store included).
+ */
+#define KVM_ARM_MIN_IPA_BITS 32
+#define KVM_ARM_FIXED_IPA_BITS 40	/* KVM without KVM_CAP_ARM_VM_IPA_SIZE */
+
+static inline unsigned kvm_arm_ipa_bits(uint64_t end)
+{
+	unsigned bits = KVM_ARM_MIN_IPA_BITS;
+
+	while (bits < 64 && end > (1ull << bits))
+		bits++;
+	return bits;
+}
+
+/*
+ * What to ask KVM_CREATE_VM for, given host_max, KVM_CAP_ARM_VM_IPA_SIZE
+ * (0 where KVM lacks it): the bits to pass in the VM type, 0 for the
+ * type-0 VM of a KVM without the capability (always 40 bits), -1 when
+ * this host cannot hold bits.  Type 0 is never asked of a KVM that has
+ * the capability: there it means 40 bits, which a host whose limit is
+ * lower refuses however little RAM the guest has.
+ */
+static inline int kvm_arm_ipa_request(unsigned bits, int host_max)
+{
+	if (host_max <= 0)
+		return bits <= KVM_ARM_FIXED_IPA_BITS ? 0 : -1;
+	return bits <= (unsigned)host_max ? (int)bits : -1;
+}
+
 #endif

@@ -299,6 +299,35 @@ static void test_user_fdt_bad(void)
 	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
 }
 
+/*
+ * KVM_CREATE_VM's IPA size (Documentation/virt/kvm/api.rst, 4.2 and
+ * KVM_CAP_ARM_VM_IPA_SIZE): type 0 means 40 bits, which a host limited
+ * to fewer refuses; a host with the capability is asked for what the map
+ * needs, at least 32 bits.
+ */
+static void test_ipa(void)
+{
+	uint64_t gib = 1ull << 30;
+
+	CHECK(kvm_arm_ipa_bits(2 << 20) == 32);		/* the KVM check's VM */
+	CHECK(kvm_arm_ipa_bits(ARM_RAM_BASE + gib) == 32);
+	CHECK(kvm_arm_ipa_bits(ARM_RAM_BASE + 4 * gib) == 33);
+	CHECK(kvm_arm_ipa_bits(ARM_RAM_BASE + 64 * gib) == 37);
+	CHECK(kvm_arm_ipa_bits(1ull << 40) == 40);
+	CHECK(kvm_arm_ipa_bits((1ull << 40) + 1) == 41);
+	/* A host limited to 36 bits runs a 1 GiB guest ... */
+	CHECK(kvm_arm_ipa_request(32, 36) == 32);
+	CHECK(kvm_arm_ipa_request(36, 36) == 36);
+	/* ... but not one whose RAM ends past 64 GiB. */
+	CHECK(kvm_arm_ipa_request(37, 36) == -1);
+	CHECK(kvm_arm_ipa_request(44, 48) == 44);
+	/* Without the capability: type 0 (40 bits) or nothing. */
+	CHECK(kvm_arm_ipa_request(32, 0) == 0);
+	CHECK(kvm_arm_ipa_request(40, 0) == 0);
+	CHECK(kvm_arm_ipa_request(41, 0) == -1);
+	CHECK(kvm_arm_ipa_request(41, -1) == -1);
+}
+
 /* ---- booting.rst: the Image header ---- */
 
 static uint8_t *image(size_t size, uint64_t text_offset, uint64_t image_size,
@@ -397,6 +426,7 @@ int main(int argc, char **argv)
 	test_fdt_options();
 	test_user_fdt();
 	test_user_fdt_bad();
+	test_ipa();
 	test_image();
 	test_load();
 	return check_summary();

@@ -16,9 +16,6 @@
 #include "arm64.h"
 #include "util/log.h"
 
-/* KVM's guest physical address space when the VM type does not say. */
-#define KVM_ARM_DEFAULT_IPA_BITS 40
-
 const struct kvm_cap_req kvm_arch_caps[] = {
 	{ KVM_CAP_ARM_PSCI_0_2, "ARM_PSCI_0_2" },
 	{ KVM_CAP_ONE_REG, "ONE_REG" },
@@ -26,24 +23,21 @@ const struct kvm_cap_req kvm_arch_caps[] = {
 };
 const unsigned kvm_arch_nr_caps = ARRAY_SIZE(kvm_arch_caps);
 
+/* The board's map lies below its RAM, so RAM's end bounds all of it. */
 int kvm_arch_vm_type(struct kvm_vm *vm, uint64_t ram_end)
 {
-	unsigned bits = KVM_ARM_DEFAULT_IPA_BITS;
-	int max;
+	unsigned bits = kvm_arm_ipa_bits(ram_end);
+	int max = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_ARM_VM_IPA_SIZE);
+	int req = kvm_arm_ipa_request(bits, max);
 
-	while (bits < 64 && ram_end > (1ull << bits))
-		bits++;
-	if (bits == KVM_ARM_DEFAULT_IPA_BITS)
-		return 0;
-	max = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_ARM_VM_IPA_SIZE);
-	if (max < (int)bits) {
-		error_report("guest RAM up to %#llx needs a %u-bit guest address "
-			     "space; this KVM offers %d bits",
+	if (req < 0) {
+		error_report("guest memory up to %#llx needs a %u-bit guest physical "
+			     "address space; this host's KVM offers %d bits (lower -m)",
 			     (unsigned long long)ram_end, bits,
-			     max > 0 ? max : KVM_ARM_DEFAULT_IPA_BITS);
+			     max > 0 ? max : KVM_ARM_FIXED_IPA_BITS);
 		return -1;
 	}
-	return KVM_VM_TYPE_ARM_IPA_SIZE(bits);
+	return req ? (int)KVM_VM_TYPE_ARM_IPA_SIZE(req) : 0;
 }
 
 int kvm_arch_vm_init(struct kvm_vm *vm)
