@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hw/arm/virt.h"
+#include "hw/misc/debug-exit.h"
 #include "hw/misc/pvpanic.h"
 #include "hw/pci/pci.h"
 #include "util/compiler.h"
@@ -201,7 +202,7 @@ static void devices(struct fdt_w *f, const struct arm_fdt_params *p)
 	if (p->debug_exit) {
 		begin(f, "debug-exit", ARM_DEBUG_EXIT_BASE);
 		w(f, fdt_property_string(f->fdt, "compatible", "brisk,debug-exit"));
-		prop_reg(f, ARM_DEBUG_EXIT_BASE, ARM_DEBUG_EXIT_SIZE);
+		prop_reg(f, ARM_DEBUG_EXIT_BASE, DEBUG_EXIT_MMIO_SIZE);
 		end(f);
 	}
 }

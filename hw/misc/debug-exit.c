@@ -45,6 +45,8 @@ int debug_exit_init(struct machine *m, struct bus *bus, uint64_t base,
 			     (unsigned long long)base, size);
 		return -1;
 	}
+	if (bus == &m->mmio)
+		size = DEBUG_EXIT_MMIO_SIZE;
 	if (bus_register(bus, base, size, &debug_exit_ops, m) < 0) {
 		error_report("debug-exit: %s %#llx-%#llx is taken", bus->name,
 			     (unsigned long long)base,
