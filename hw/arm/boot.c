@@ -6,8 +6,12 @@
  * BSS included) left free there; the device tree goes into the top 2 MiB
  * of RAM (8-byte aligned, at most 2 MiB, and alone in its 2 MiB block, so
  * the kernel can map it with any attributes); the initrd right below it.
+ * "The top" is that of the 1 GiB aligned, 32 GiB window from the Image's
+ * base when RAM runs past it: the initrd must lie in such a window
+ * together with the Image.
  * The boot vCPU enters at the Image's first byte with x0 = the tree.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,6 +33,8 @@
 #define OLD_TEXT_OFFSET 0x80000u	/* image_size 0: before Linux 3.17 */
 
 #define SZ_2M (2ull << 20)
+#define SZ_1G (1ull << 30)
+#define INITRD_WINDOW (32ull << 30)	/* with the Image, 1 GiB aligned */
 #define IMAGE_MAX (512ull << 20)
 
 static uint64_t get64(const uint8_t *p)
@@ -109,10 +115,13 @@ int arm_boot_open_dtb(struct arm_boot *b, const char *dtb)
 
 int arm_boot_plan(struct arm_boot *b, uint64_t ram_base, uint64_t ram_size)
 {
-	uint64_t kernel_end, top = ram_base + ram_size;
+	uint64_t kernel_end, top = ram_base + ram_size, window;
 
 	b->kernel_addr = ram_base + b->text_offset;
 	kernel_end = b->kernel_addr + b->load_size;
+	window = (b->kernel_addr & ~(SZ_1G - 1)) + INITRD_WINDOW;
+	if (top > window)
+		top = window;
 	/* The tree's own 2 MiB block at the top; the initrd under it. */
 	if (ram_size < 2 * SZ_2M || kernel_end > top - SZ_2M) {
 		error_report("kernel does not fit in guest memory (needs %llu MiB; "
@@ -121,6 +130,7 @@ int arm_boot_plan(struct arm_boot *b, uint64_t ram_base, uint64_t ram_size)
 		return -1;
 	}
 	b->dtb_addr = top - SZ_2M;
+	assert(b->dtb_addr % 8 == 0);	/* booting.rst; 2 MiB, in fact */
 	b->initrd_addr = (b->dtb_addr - b->initrd_size) & ~0xfffull;
 	if (b->initrd_size &&
 	    (b->initrd_size > b->dtb_addr - kernel_end ||

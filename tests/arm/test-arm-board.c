@@ -361,6 +361,17 @@ static void test_image(void)
 	/* Too big for the RAM left above the kernel. */
 	b.initrd_size = 60 << 20;
 	CHECK(arm_boot_plan(&b, 0x40000000, 64 << 20) == -1);
+	/*
+	 * booting.rst: the initrd within a 1 GiB aligned window of at most
+	 * 32 GiB that covers the Image too; the tree 8-byte aligned, at most
+	 * 2 MiB.  With 64 GiB of RAM from 1 GiB both stay under 33 GiB.
+	 */
+	b.initrd_size = 16 << 20;
+	CHECK(arm_boot_plan(&b, 0x40000000, 64ull << 30) == 0);
+	CHECK(b.initrd_addr >= 0x40000000);
+	CHECK(b.initrd_addr + b.initrd_size <= 0x40000000 + (32ull << 30));
+	CHECK(b.dtb_addr + ARM_FDT_MAX <= 0x40000000 + (32ull << 30));
+	CHECK(b.dtb_addr % 8 == 0 && b.dtb_addr >= b.initrd_addr + b.initrd_size);
 	arm_boot_close(&b);
 
 	/* image_size 0: a kernel before 3.17, at text_offset 0x80000. */
