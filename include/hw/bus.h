@@ -42,7 +42,17 @@ void bus_destroy(struct bus *bus);
 /* -1 if [base, base + len) overlaps a registered region or len is 0. */
 int bus_register(struct bus *bus, uint64_t base, uint64_t len,
 		 const struct bus_ops *ops, void *opaque);
-/* Removes the region that starts at base and belongs to opaque. */
+/*
+ * Removes the region that starts at base and belongs to opaque.  It does
+ * not wait for accesses in flight: a bus_read()/bus_write() that found
+ * the region before it went may still call its ops with opaque, on
+ * another thread, after this returns.  Waiting could deadlock, as a
+ * callback may unregister a region of its own bus (an ECAM write moving
+ * a BAR).  So the caller keeps opaque and its ops valid until no access
+ * can be in flight: a device unmapped at run time (a BAR) outlives the
+ * mapping and takes a late access as hardware would; one freed at
+ * teardown is freed after the vCPU threads have been joined.
+ */
 int bus_unregister(struct bus *bus, uint64_t base, void *opaque);
 
 /*
