@@ -6,11 +6,12 @@ echo "BRISK-INIT-UP"
 echo "nproc=$(nproc)"
 echo "memtotal_kb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
 echo "cmdline=$(cat /proc/cmdline)"
-action= dx=
+action= dx= pv=
 for w in $(cat /proc/cmdline); do
 	case $w in
 	brisk.test=*) action=${w#brisk.test=} ;;
 	brisk.dx=*) dx=${w#brisk.dx=} ;;
+	brisk.pv=*) pv=${w#brisk.pv=} ;;
 	esac
 done
 echo "action=$action"
@@ -27,6 +28,13 @@ debug-exit=*)
 		printf "\\$(printf '%03o' "$((v))")" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
 	fi
 	echo "debug-exit write returned"
+	;;
+pvpanic-write)
+	# What the pvpanic driver does on a panic, by hand, for a kernel
+	# without the driver: PANICKED (bit 0) to the MMIO register at pv.
+	echo "BRISK-PANIC-NOW"
+	devmem "$pv" 8 1
+	echo "pvpanic write returned"
 	;;
 panic)
 	echo "BRISK-PANIC-NOW"
