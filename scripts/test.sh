@@ -109,7 +109,7 @@ if [ $quick = 0 ]; then
 	unset UBSAN_OPTIONS ASAN_OPTIONS
 	if [ -x tests/fuzz/run-fuzzers.sh ]; then
 		echo "== fuzzers (brief)"
-		tests/fuzz/run-fuzzers.sh --seconds "${BRISK_FUZZ_SECONDS:-60}" || fail=1
+		tests/fuzz/run-fuzzers.sh --seconds "${BRISK_FUZZ_SECONDS:-30}" || fail=1
 	fi
 fi
 
