@@ -3,6 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/guest-mem.h"
 
@@ -52,6 +54,86 @@ int guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size, void *hva)
 	};
 	mem->ram_size += size;
 	return 0;
+}
+
+static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+int guest_mem_map_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size,
+		     uint64_t uva, int fd, uint64_t offset, const char **why)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t delta = offset % pg, len = size + delta;
+	struct guest_region *r;
+	struct stat st;
+	uint8_t *p;
+
+	*why = NULL;
+	if (mem->nr_regions == GUEST_MEM_MAX_REGIONS)
+		*why = "too many memory regions";
+	else if (size == 0)
+		*why = "empty memory region";
+	else if (gpa + size < gpa || uva + size < uva || offset + size < offset ||
+		 len < size || len != (size_t)len)
+		*why = "memory region wraps around";
+	for (unsigned i = 0; !*why && i < mem->nr_regions; i++) {
+		r = &mem->region[i];
+		if (ranges_overlap(gpa, size, r->gpa, r->size))
+			*why = "memory regions overlap in guest-physical space";
+		else if (r->map && ranges_overlap(uva, size, r->uva, r->size))
+			*why = "memory regions overlap in the front-end's address space";
+	}
+	if (*why)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*why = "memory region fd is not a regular file";
+		return -1;
+	}
+	/* A mapping beyond the end of the file faults on first touch. */
+	if ((uint64_t)st.st_size < offset + size) {
+		*why = "memory region extends beyond the end of its file";
+		return -1;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
+		 (off_t)(offset - delta));
+	if (p == MAP_FAILED) {
+		*why = "cannot map a memory region";
+		return -1;
+	}
+	r = &mem->region[mem->nr_regions++];
+	*r = (struct guest_region){
+		.gpa = gpa, .size = size, .hva = p + delta, .uva = uva,
+		.map = p, .map_len = len,
+	};
+	mem->ram_size += size;
+	return 0;
+}
+
+void guest_mem_unmap(struct guest_mem *mem)
+{
+	for (unsigned i = 0; i < mem->nr_regions; i++)
+		if (mem->region[i].map)
+			munmap(mem->region[i].map, mem->region[i].map_len);
+	*mem = (struct guest_mem){ 0 };
+}
+
+bool guest_mem_uva_to_gpa(const struct guest_mem *mem, uint64_t uva,
+			  uint64_t len, uint64_t *gpa)
+{
+	if (len == 0)
+		len = 1;
+	for (unsigned i = 0; i < mem->nr_regions; i++) {
+		const struct guest_region *r = &mem->region[i];
+		uint64_t off = uva - r->uva;
+
+		if (r->map && off < r->size && len <= r->size - off) {
+			*gpa = r->gpa + off;
+			return true;
+		}
+	}
+	return false;
 }
 
 void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len)

@@ -6,13 +6,21 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#define GUEST_MEM_MAX_REGIONS 4
+/* A vhost-user front-end may share up to 8 regions. */
+#define GUEST_MEM_MAX_REGIONS 8
 
 /* A range of guest-physical RAM backed by host memory at hva. */
 struct guest_region {
 	uint64_t gpa;
 	uint64_t size;
 	uint8_t *hva;
+	/*
+	 * Regions shared by another process (guest_mem_map_fd): where it
+	 * sees gpa in its own address space, and our mapping to undo.
+	 */
+	uint64_t uva;
+	void *map;		/* NULL: the caller owns hva */
+	size_t map_len;
 };
 
 struct guest_mem {
@@ -32,6 +40,25 @@ void *guest_ram_alloc(uint64_t size);
 
 /* Regions must not overlap; returns -1 if the table is full. */
 int guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size, void *hva);
+
+/*
+ * Maps size bytes of fd, starting offset bytes in, as the region at gpa
+ * that the process sharing it knows at user address uva (a vhost-user
+ * front-end's memory table entry).  The peer is not trusted: the three
+ * ranges must not wrap, neither the guest-physical nor the user range may
+ * overlap another region's, and fd must be a regular file (memfd, tmpfs,
+ * hugetlbfs) at least offset + size long.  -1 with *why on refusal.
+ */
+int guest_mem_map_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size,
+		     uint64_t uva, int fd, uint64_t offset, const char **why);
+/* Unmaps what guest_mem_map_fd() mapped and empties the table. */
+void guest_mem_unmap(struct guest_mem *mem);
+/*
+ * A user address of the sharing process as a guest-physical address:
+ * true when [uva, uva + len) lies inside one mapped region.
+ */
+bool guest_mem_uva_to_gpa(const struct guest_mem *mem, uint64_t uva,
+			  uint64_t len, uint64_t *gpa);
 
 /*
  * The one place where a guest-physical address becomes a host pointer.

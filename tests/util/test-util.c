@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hw/bus.h"
@@ -40,6 +41,75 @@ static void test_guest_mem(void)
 	CHECK(guest_mem_read(&mem, 100, &r, sizeof(r)) && r == v);
 	CHECK(!guest_mem_write(&mem, 4094, &v, sizeof(v)));
 	CHECK(low[4094] == 0 && low[4095] == 0);
+}
+
+/*
+ * Regions shared by another process through an fd (vhost-user): what the
+ * peer writes through its own mapping is what guest_mem_ptr() reads.
+ */
+static void test_guest_mem_fd(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	int fd = memfd_create("test-guest-mem", MFD_CLOEXEC), efd;
+	struct guest_mem mem = { 0 };
+	const char *why;
+	uint64_t gpa;
+	uint8_t *peer;
+
+	CHECK(fd >= 0 && ftruncate(fd, 4 * pg) == 0);
+	peer = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(peer != MAP_FAILED);
+	/* Page 1 at gpa 0x10000 (uva 0x7000000), pages 2-3 at 0x100000000. */
+	CHECK(guest_mem_map_fd(&mem, 0x10000, pg, 0x7000000, fd, pg, &why) == 0);
+	CHECK(guest_mem_map_fd(&mem, 0x100000000ull, 2 * pg, 0x9000000, fd, 2 * pg, &why) == 0);
+	CHECK(mem.nr_regions == 2 && mem.ram_size == 3 * (uint64_t)pg);
+	peer[pg + 5] = 0x5a;
+	peer[3 * pg + 7] = 0xa5;
+	uint8_t *p = guest_mem_ptr(&mem, 0x10000 + 5, 1);
+
+	CHECK(p && *p == 0x5a);
+	p = guest_mem_ptr(&mem, 0x100000000ull + pg + 7, 1);
+	CHECK(p && *p == 0xa5);
+	CHECK(guest_mem_ptr(&mem, 0x10000 + pg - 1, 2) == NULL);
+
+	/* User addresses translate only inside one region. */
+	CHECK(guest_mem_uva_to_gpa(&mem, 0x7000010, 16, &gpa) && gpa == 0x10010);
+	CHECK(guest_mem_uva_to_gpa(&mem, 0x9000000 + pg, pg, &gpa) &&
+	      gpa == 0x100000000ull + pg);
+	CHECK(!guest_mem_uva_to_gpa(&mem, 0x7000000 + pg - 8, 16, &gpa));
+	CHECK(!guest_mem_uva_to_gpa(&mem, 0x6fffff0, 16, &gpa));
+	CHECK(!guest_mem_uva_to_gpa(&mem, ~0ull, 2, &gpa));
+
+	/* A mapping need not start on a page: the offset is honoured. */
+	CHECK(guest_mem_map_fd(&mem, 0x20000, 16, 0x8000000, fd, pg + 5, &why) == 0);
+	p = guest_mem_ptr(&mem, 0x20000, 1);
+	CHECK(p && *p == 0x5a);
+
+	/* What a hostile front-end may try. */
+	CHECK(guest_mem_map_fd(&mem, 0x10000 + 8, 8, 0xa000000, fd, 0, &why) == -1);	/* gpa overlap */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0x7000000 + 8, fd, 0, &why) == -1);	/* uva overlap */
+	CHECK(guest_mem_map_fd(&mem, ~0ull - 4, 8, 0xb000000, fd, 0, &why) == -1);	/* gpa wraps */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, ~0ull - 4, fd, 0, &why) == -1);	/* uva wraps */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0xb000000, fd, ~0ull - 4, &why) == -1);	/* offset wraps */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 0, 0xb000000, fd, 0, &why) == -1);	/* empty */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, pg, 0xb000000, fd, 3 * pg + 1, &why) == -1);	/* past EOF */
+	CHECK(why && strstr(why, "end of its file"));
+	efd = eventfd(0, EFD_CLOEXEC);
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0xb000000, efd, 0, &why) == -1);	/* not a file */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0xb000000, -1, 0, &why) == -1);
+	close(efd);
+	CHECK(mem.nr_regions == 3);
+	for (unsigned i = 3; i < GUEST_MEM_MAX_REGIONS; i++)
+		CHECK(guest_mem_map_fd(&mem, 0x40000 + i * 0x1000ull, 8, 0xc000000 + i * 0x1000ull,
+				       fd, 0, &why) == 0);
+	CHECK(guest_mem_map_fd(&mem, 0x80000, 8, 0xd000000, fd, 0, &why) == -1);	/* full */
+
+	guest_mem_unmap(&mem);
+	CHECK(mem.nr_regions == 0 && mem.ram_size == 0);
+	CHECK(guest_mem_ptr(&mem, 0x10000, 1) == NULL);
+	CHECK(!guest_mem_uva_to_gpa(&mem, 0x7000000, 1, &gpa));
+	munmap(peer, 4 * pg);
+	close(fd);
 }
 
 struct reg {
@@ -332,6 +402,7 @@ static void test_iothread_polling(void)
 int main(void)
 {
 	test_guest_mem();
+	test_guest_mem_fd();
 	test_guest_ram_alloc();
 	test_bus();
 	test_iothread();
