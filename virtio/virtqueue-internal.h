@@ -97,6 +97,7 @@ static inline int vq_gather_add(struct virtqueue *vq, struct vq_gather *g,
 struct vq_elem *vq_elem_build(size_t size, const struct vq_gather *g);
 
 int virtqueue_split_enable(struct virtqueue *vq);
+int virtqueue_split_set_base(struct virtqueue *vq, uint32_t base);
 int virtqueue_split_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem);
 void virtqueue_split_fill(struct virtqueue *vq, const struct vq_elem *elem,
 			  uint32_t len, unsigned int idx);
@@ -106,6 +107,7 @@ void virtqueue_split_set_notification(struct virtqueue *vq, bool enable);
 bool virtqueue_split_has_work(struct virtqueue *vq);
 
 int virtqueue_packed_enable(struct virtqueue *vq);
+int virtqueue_packed_set_base(struct virtqueue *vq, uint32_t base);
 int virtqueue_packed_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem);
 void virtqueue_packed_fill(struct virtqueue *vq, const struct vq_elem *elem,
 			   uint32_t len, unsigned int idx);

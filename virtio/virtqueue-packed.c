@@ -61,6 +61,21 @@ int virtqueue_packed_enable(struct virtqueue *vq)
 	return 0;
 }
 
+int virtqueue_packed_set_base(struct virtqueue *vq, uint32_t base)
+{
+	uint16_t avail = base & 0x7fff, used = (base >> 16) & 0x7fff;
+
+	if (avail >= vq->num || used >= vq->num)
+		return -1;
+	vq->last_avail = avail;
+	vq->last_avail_wrap = base & (1u << 15);
+	vq->used_slot = used;
+	vq->used_wrap = base & (1u << 31);
+	vq->signalled_used = packed_pos(vq, used, vq->used_wrap);
+	vq->signalled_used_valid = false;
+	return 0;
+}
+
 /* An indirect table: consecutive descriptors, NEXT is meaningless there. */
 static int packed_gather_indirect(struct virtqueue *vq, struct vq_gather *g,
 				  const struct vring_packed_desc *d)

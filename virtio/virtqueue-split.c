@@ -54,6 +54,17 @@ int virtqueue_split_enable(struct virtqueue *vq)
 	return 0;
 }
 
+int virtqueue_split_set_base(struct virtqueue *vq, uint32_t base)
+{
+	if (base > UINT16_MAX)
+		return -1;
+	vq->last_avail_idx = vq->shadow_avail_idx = (uint16_t)base;
+	/* The driver's view of what was used is the one that counts. */
+	vq->used_idx = vq_ld16(&split_used(vq)->idx);
+	vq->signalled_used_valid = false;
+	return 0;
+}
+
 /*
  * Walks the chain at head.  Each table (the ring's, or one indirect table)
  * bounds the descriptors visited in it by its own size, so a looping next

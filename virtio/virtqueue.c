@@ -51,6 +51,21 @@ int virtqueue_enable(struct virtqueue *vq, uint64_t features)
 	return 0;
 }
 
+uint32_t virtqueue_get_base(const struct virtqueue *vq)
+{
+	if (!vq->packed)
+		return vq->last_avail_idx;
+	return vq->last_avail | (uint32_t)vq->last_avail_wrap << 15 |
+	       (uint32_t)vq->used_slot << 16 | (uint32_t)vq->used_wrap << 31;
+}
+
+int virtqueue_set_base(struct virtqueue *vq, uint32_t base)
+{
+	assert(vq->enabled && vq->inflight == 0 && vq->pending == 0);
+	return vq->packed ? virtqueue_packed_set_base(vq, base)
+			  : virtqueue_split_set_base(vq, base);
+}
+
 struct vq_elem *vq_elem_build(size_t size, const struct vq_gather *g)
 {
 	unsigned int n = g->out + g->in;

@@ -93,6 +93,21 @@ int virtqueue_enable(struct virtqueue *vq, uint64_t features);
 void virtqueue_reset(struct virtqueue *vq);
 
 /*
+ * Where the ring stands, as vhost and vhost-user carry it across a stop
+ * and start.  Split: the next available index to read (the used index
+ * lives in the ring itself).  Packed: bits 0-14 the next slot to read,
+ * bit 15 its wrap counter, bits 16-30 the next slot to write back, bit
+ * 31 its wrap counter.
+ */
+uint32_t virtqueue_get_base(const struct virtqueue *vq);
+/*
+ * After virtqueue_enable(): continue from base instead of the ring's
+ * start (split takes the used index from the used ring).  -1 when base
+ * names a slot beyond the queue size; the ring is then left as enabled.
+ */
+int virtqueue_set_base(struct virtqueue *vq, uint32_t base);
+
+/*
  * Takes the next available chain.  Returns 1 with *elem set, 0 when the ring
  * is empty, -1 when the guest broke the ring rules: vq->broken is then set
  * (vq->error says why) and the device must enter
