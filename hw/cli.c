@@ -126,14 +126,15 @@ bad:
 	return -1;
 }
 
-static int add_blk(struct cli_opts *o, bool is_drive, const char *arg)
+static int add_blk(struct cli_opts *o, enum cli_blk_kind kind, const char *arg)
 {
 	if (o->nr_blk == CLI_MAX_BLK_ARGS) {
 		error_report("too many -drive/-device options (at most %d)",
 			     CLI_MAX_BLK_ARGS);
 		return -1;
 	}
-	o->blk[o->nr_blk++] = (struct cli_blk_arg){ is_drive, arg };
+	o->blk[o->nr_blk++] = (struct cli_blk_arg){ kind, arg };
+	o->nr_exports += kind == CLI_BLK_EXPORT;
 	return 0;
 }
 
@@ -145,7 +146,7 @@ static int parse_device(const char *arg, struct cli_opts *o)
 	if (len == strlen("isa-debug-exit") && !strncmp(arg, "isa-debug-exit", len))
 		return parse_debug_exit(props, o);
 	if (len == strlen("virtio-blk-pci") && !strncmp(arg, "virtio-blk-pci", len))
-		return add_blk(o, false, arg);
+		return add_blk(o, CLI_BLK_DEVICE, arg);
 	error_report("-device: unknown device '%.*s' (supported: "
 		     "virtio-blk-pci, isa-debug-exit)", (int)len, arg);
 	return -1;
@@ -246,11 +247,30 @@ static int parse_timeout(const char *arg, struct cli_opts *o)
 	return 0;
 }
 
+/* With -export, brisk runs no guest: what only a guest uses is refused. */
+static int cli_check_daemon(const struct cli_opts *o)
+{
+	const char *what = o->kernel ? "-kernel" : o->initrd ? "-initrd" :
+			   o->append ? "-append" : o->dtb ? "-dtb" :
+			   o->dumpdtb ? "-machine dumpdtb" :
+			   o->debug_exit ? "-device isa-debug-exit" : NULL;
+
+	for (unsigned i = 0; !what && i < o->nr_blk; i++)
+		if (o->blk[i].kind == CLI_BLK_DEVICE)
+			what = "-device virtio-blk-pci";
+	if (what) {
+		error_report("%s needs a guest; with -export brisk runs none and "
+			     "serves its drives to other processes", what);
+		return -1;
+	}
+	return 0;
+}
+
 enum opt_id {
 	OPT_KERNEL, OPT_INITRD, OPT_APPEND, OPT_M, OPT_SMP, OPT_SERIAL,
 	OPT_DEVICE, OPT_DRIVE, OPT_NAME, OPT_TIMEOUT, OPT_NOGRAPHIC,
 	OPT_NOREBOOT, OPT_HELP, OPT_VERSION, OPT_ACCEL, OPT_CHECK_KVM,
-	OPT_DTB, OPT_MACHINE,
+	OPT_DTB, OPT_MACHINE, OPT_EXPORT,
 };
 
 static const struct {
@@ -269,7 +289,7 @@ static const struct {
 	{ "version", OPT_VERSION, false },
 	{ "accel", OPT_ACCEL, true }, { "check-kvm", OPT_CHECK_KVM, false },
 	{ "dtb", OPT_DTB, true }, { "machine", OPT_MACHINE, true },
-	{ "M", OPT_MACHINE, true },
+	{ "M", OPT_MACHINE, true }, { "export", OPT_EXPORT, true },
 };
 
 static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
@@ -285,7 +305,8 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
 	case OPT_SMP: return parse_smp(arg, o);
 	case OPT_SERIAL: return parse_serial(arg, o);
 	case OPT_DEVICE: return parse_device(arg, o);
-	case OPT_DRIVE: return add_blk(o, true, arg);
+	case OPT_DRIVE: return add_blk(o, CLI_BLK_DRIVE, arg);
+	case OPT_EXPORT: return add_blk(o, CLI_BLK_EXPORT, arg);
 	case OPT_TIMEOUT: return parse_timeout(arg, o);
 	case OPT_NOGRAPHIC: return 0;	/* brisk has no display anyway */
 	case OPT_NOREBOOT: return 0;	/* a guest reboot always ends brisk */
@@ -335,6 +356,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		if (o->action != CLI_RUN)
 			return 0;
 	}
+	if (o->nr_exports)
+		return cli_check_daemon(o);
 	if (!o->kernel && !o->dumpdtb) {
 		error_report("no kernel given: use -kernel bzImage (see --help)");
 		return -1;
@@ -345,6 +368,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 void cli_print_help(void)
 {
 	fputs("Usage: brisk -kernel bzImage [options]\n"
+	      "       brisk -drive ...,id=ID -export vhost-user-blk,... (no guest)\n"
 	      "\n"
 	      "  -kernel FILE        Linux bzImage to boot (required)\n"
 	      "  -initrd FILE        initial ramdisk\n"
@@ -358,6 +382,9 @@ void cli_print_help(void)
 	      "  -drive ARGS         a disk image, e.g. file=disk.img,if=virtio\n"
 	      "  -device virtio-blk-pci,drive=ID[,...]\n"
 	      "  -device isa-debug-exit[,iobase=0x501,iosize=2]\n"
+	      "  -export vhost-user-blk,id=ID,drive=ID,addr.path=SOCKET[,...]\n"
+	      "                      serve a drive to vhost-user front-ends (QEMU...)\n"
+	      "                      on a Unix socket; brisk then runs no guest\n"
 	      "  -timeout SECONDS    stop the guest after SECONDS, exit 124\n"
 	      "  -name NAME          a name for this guest\n"
 	      "  -accel kvm[,check=on|off]  check=off boots even where /dev/kvm\n"

@@ -47,8 +47,11 @@ static int blk_parse(struct brisk *b)
 	}
 	for (unsigned i = 0; i < o->nr_blk; i++) {
 		const struct cli_blk_arg *a = &o->blk[i];
+		int (*parse)(struct blk_cmdline *, const char *) =
+			a->kind == CLI_BLK_DRIVE ? blk_cmdline_drive :
+			a->kind == CLI_BLK_DEVICE ? blk_cmdline_device : blk_cmdline_export;
 
-		if ((a->is_drive ? blk_cmdline_drive : blk_cmdline_device)(b->blk, a->arg))
+		if (parse(b->blk, a->arg))
 			return -1;
 	}
 	return blk_cmdline_finish(b->blk) || blk_drives_check(b->blk);
@@ -159,12 +162,46 @@ static int kvm_refuse_unusable(const struct board_ops *ops)
 	return -1;
 }
 
+/*
+ * With -export brisk runs no guest: it serves its drives to vhost-user
+ * front-ends until a signal (a normal end, exit 0) or -timeout.
+ */
+static int run_daemon(struct brisk *b)
+{
+	unsigned timeout = b->opts.timeout_s;
+	int64_t deadline = now_ms() + timeout * 1000ll;
+	struct pollfd p;
+
+	if (blk_parse(b) || block_signals(b))
+		return BRISK_EXIT_FAILURE;
+	b->blk_created = true;
+	if (blk_devices_create(b->blk, NULL))
+		return BRISK_EXIT_FAILURE;
+	p = (struct pollfd){ .fd = b->sig_fd, .events = POLLIN };
+	for (;;) {
+		int wait = timeout ? (int)(deadline - now_ms()) : -1;
+
+		if (timeout && wait <= 0) {
+			error_report("timeout: still serving after %u s", timeout);
+			return BRISK_EXIT_TIMEOUT;
+		}
+		if (poll(&p, 1, wait) < 0 && errno != EINTR) {
+			error_report("poll: %s", strerror(errno));
+			return BRISK_EXIT_FAILURE;
+		}
+		if (p.revents)
+			return BRISK_EXIT_OK;
+	}
+}
+
 static int run(struct brisk *b)
 {
 	const struct cli_opts *o = &b->opts;
 	struct machine *m = &b->m;
 	struct cpu_entry entry;
 
+	if (o->nr_exports)
+		return run_daemon(b);
 	/* Everything the command line names is checked before /dev/kvm. */
 	if (blk_parse(b))
 		return BRISK_EXIT_FAILURE;

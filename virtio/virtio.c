@@ -221,6 +221,12 @@ int virtio_queue_enable(struct virtio_device *vdev, unsigned q)
 	return 0;
 }
 
+void virtio_queue_disable(struct virtio_device *vdev, unsigned q)
+{
+	if (q < vdev->nr_queues)
+		virtio_queue_clear(&vdev->queues[q]);
+}
+
 void virtio_error(struct virtio_device *vdev, const char *fmt, ...)
 {
 	char msg[256];

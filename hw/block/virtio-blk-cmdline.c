@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * -drive and -device virtio-blk-pci: a pure parser from strings to
- * blk_cmdline.  Nothing here touches files, so it can be fuzzed on its own.
+ * -drive, -device virtio-blk-pci and -export vhost-user-blk: a pure parser
+ * from strings to blk_cmdline.  Nothing here touches files, so it can be fuzzed on its own.
  *
  * Syntax follows QEMU's option strings: KEY=VALUE pairs separated by ',',
  * and ",," inside a value stands for one literal ','.
@@ -379,6 +379,24 @@ static int drive_add_device(struct blk_cmdline *c, unsigned drive)
 	return 0;
 }
 
+/* GET_ID's answer: printable ASCII, at most VBLK_SERIAL_LEN bytes. */
+static int parse_serial(const char *what, const char *val, struct blk_device_cfg *dc)
+{
+	if (strlen(val) > VBLK_SERIAL_LEN) {
+		error_report("%s: serial=%s: longer than %d bytes", what, val,
+			     VBLK_SERIAL_LEN);
+		return -1;
+	}
+	for (const char *p = val; *p; p++) {
+		if (*p < 0x20 || *p > 0x7e) {
+			error_report("%s: serial= holds a non-printable byte", what);
+			return -1;
+		}
+	}
+	strcpy(dc->serial, val);
+	return 0;
+}
+
 static int device_key(struct blk_device_cfg *dc, const char *key, const char *val,
 		      unsigned *seen)
 {
@@ -431,19 +449,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 		dc->queue_size = (unsigned)v;
 		return 0;
 	case 4:
-		if (strlen(val) > VBLK_SERIAL_LEN) {
-			error_report("%s: serial=%s: longer than %d bytes", w, val,
-				     VBLK_SERIAL_LEN);
-			return -1;
-		}
-		for (const char *p = val; *p; p++) {
-			if (*p < 0x20 || *p > 0x7e) {
-				error_report("%s: serial= holds a non-printable byte", w);
-				return -1;
-			}
-		}
-		strcpy(dc->serial, val);
-		return 0;
+		return parse_serial(w, val, dc);
 	case 5:
 		return parse_bool(w, key, val, &dc->event_idx);
 	case 6:
@@ -513,25 +519,166 @@ fail:
 	return -1;
 }
 
+static int export_key(struct blk_device_cfg *dc, const char *key, const char *val,
+		      unsigned *seen)
+{
+	static const char *const keys[] = {
+		"id", "drive", "node-name", "addr.path", "addr.type", "num-queues",
+		"queue-size", "writable", "serial", "poll-us", "iothreads",
+	};
+	const char *w = "-export vhost-user-blk";
+	unsigned long v;
+	unsigned k;
+
+	for (k = 0; k < ARRAY_SIZE(keys); k++)
+		if (!strcmp(key, keys[k]))
+			break;
+	if (k == ARRAY_SIZE(keys)) {
+		error_report("%s: unknown option '%s' (known: id, drive, addr.path, "
+			     "num-queues, queue-size, writable, serial, poll-us, iothreads)",
+			     w, key);
+		return -1;
+	}
+	if (!val || (!*val && k != 8)) {
+		error_report("%s: %s needs a value (%s=...)", w, key, key);
+		return -1;
+	}
+	/* node-name= is qemu-storage-daemon's spelling of drive=. */
+	if (once(w, key, seen, k == 2 ? 1 : k))
+		return -1;
+	switch (k) {
+	case 0:
+		if (!id_valid(val)) {
+			error_report("%s: id=%s: an id starts with a letter and holds "
+				     "letters, digits, '-', '.', '_'", w, val);
+			return -1;
+		}
+		dc->export_id = strdup(val);
+		return dc->export_id ? 0 : -1;
+	case 1:
+	case 2:
+		dc->drive_id = strdup(val);
+		return dc->drive_id ? 0 : -1;
+	case 3:
+		dc->socket_path = strdup(val);
+		return dc->socket_path ? 0 : -1;
+	case 4:
+		if (strcmp(val, "unix")) {
+			error_report("%s: addr.type=%s: brisk serves Unix sockets only", w, val);
+			return -1;
+		}
+		return 0;
+	case 5:
+		return parse_queue_count(w, key, val, &dc->num_queues);
+	case 6:
+		if (parse_uint(w, key, val, VBLK_MAX_QUEUE_SIZE, &v))
+			return -1;
+		if (v < 2 || (v & (v - 1))) {
+			error_report("%s: queue-size=%s: need a power of two from 2 to %d",
+				     w, val, VBLK_MAX_QUEUE_SIZE);
+			return -1;
+		}
+		dc->queue_size = (unsigned)v;
+		return 0;
+	case 7:
+		return parse_bool(w, key, val, &dc->writable);
+	case 8:
+		return parse_serial(w, val, dc);
+	case 9:
+		return parse_unsigned(w, key, val, VBLK_MAX_POLL_US, &dc->poll_us);
+	default:
+		return parse_queue_count(w, key, val, &dc->iothreads);
+	}
+}
+
+int blk_cmdline_export(struct blk_cmdline *c, const char *arg)
+{
+	struct opt_parser op = { .what = "-export" };
+	struct blk_device_cfg dc;
+	unsigned seen = 0;
+	char *key, *val;
+	int r;
+
+	if (c->finished) {
+		error_report("-export after the command line was closed");
+		return -1;
+	}
+	/* The front-end picks among what is offered: offer every ring kind. */
+	device_defaults(&dc);
+	dc.packed = true;
+	dc.num_queues = VBLK_EXPORT_QUEUES;
+	op.buf = op.p = strdup(arg);
+	if (!op.buf)
+		return -1;
+	r = opt_next(&op, &key, &val);
+	if (r < 0)
+		goto fail;
+	/* "vhost-user-blk,..." or qemu-storage-daemon's "type=vhost-user-blk,..." */
+	if (r == 0 || strcmp(val ? val : key, "vhost-user-blk") ||
+	    (val && strcmp(key, "type"))) {
+		error_report("-export %s: brisk exports only vhost-user-blk", arg);
+		goto fail;
+	}
+	while ((r = opt_next(&op, &key, &val)) > 0)
+		if (export_key(&dc, key, val, &seen) < 0)
+			goto fail;
+	if (r < 0)
+		goto fail;
+	if (!dc.export_id || !dc.drive_id || !dc.socket_path) {
+		error_report("-export vhost-user-blk: %s= is missing",
+			     !dc.export_id ? "id" : !dc.drive_id ? "drive" : "addr.path");
+		goto fail;
+	}
+	if (dc.iothreads > dc.num_queues) {
+		error_report("-export vhost-user-blk: iothreads=%u exceeds num-queues=%u",
+			     dc.iothreads, dc.num_queues);
+		goto fail;
+	}
+	for (unsigned i = 0; i < c->nr_devs; i++) {
+		const struct blk_device_cfg *o = &c->devs[i];
+
+		if (o->export_id && !strcmp(o->export_id, dc.export_id)) {
+			error_report("-export: duplicate id '%s'", dc.export_id);
+			goto fail;
+		}
+		if (o->socket_path && !strcmp(o->socket_path, dc.socket_path)) {
+			error_report("-export %s: socket %s is already used by export %s",
+				     dc.export_id, dc.socket_path, o->export_id);
+			goto fail;
+		}
+	}
+	if (push_device(c, &dc) < 0)
+		goto fail;
+	free(op.buf);
+	return 0;
+fail:
+	free(dc.drive_id);
+	free(dc.export_id);
+	free(dc.socket_path);
+	free(op.buf);
+	return -1;
+}
+
 int blk_cmdline_finish(struct blk_cmdline *c)
 {
 	if (c->finished)
 		return 0;
 	for (unsigned i = 0; i < c->nr_devs; i++) {
 		struct blk_device_cfg *dc = &c->devs[i];
+		const char *w = dc->socket_path ? "-export vhost-user-blk" :
+				"-device virtio-blk-pci";
 		struct blk_drive_cfg *d;
 
 		if (!dc->drive_id)
 			continue;
 		d = find_drive(c, dc->drive_id);
 		if (!d) {
-			error_report("-device virtio-blk-pci: no -drive with id=%s",
-				     dc->drive_id);
+			error_report("%s: no -drive with id=%s", w, dc->drive_id);
 			return -1;
 		}
 		if (d->used) {
-			error_report("-device virtio-blk-pci: drive %s is already in use "
-				     "(by an if=virtio drive or another device)", d->id);
+			error_report("%s: drive %s is already in use (by an if=virtio "
+				     "drive, a device or an export)", w, d->id);
 			return -1;
 		}
 		d->used = true;
@@ -540,8 +687,9 @@ int blk_cmdline_finish(struct blk_cmdline *c)
 	for (unsigned i = 0; i < c->nr_drives; i++) {
 		if (!c->drives[i].used) {
 			error_report("-drive: drive %s is not used by any device "
-				     "(add -device virtio-blk-pci,drive=%s)",
-				     c->drives[i].id, c->drives[i].id);
+				     "(add -device virtio-blk-pci,drive=%s or -export "
+				     "vhost-user-blk,drive=%s,...)",
+				     c->drives[i].id, c->drives[i].id, c->drives[i].id);
 			return -1;
 		}
 	}
@@ -555,8 +703,11 @@ void blk_cmdline_free(struct blk_cmdline *c)
 		return;
 	for (unsigned i = 0; i < c->nr_drives; i++)
 		drive_cfg_clear(&c->drives[i]);
-	for (unsigned i = 0; i < c->nr_devs; i++)
+	for (unsigned i = 0; i < c->nr_devs; i++) {
 		free(c->devs[i].drive_id);
+		free(c->devs[i].export_id);
+		free(c->devs[i].socket_path);
+	}
 	free(c->drives);
 	free(c->devs);
 	free(c);

@@ -20,6 +20,7 @@
 #define VBLK_MAX_POLL_US 1000000
 #define VBLK_MAX_COALESCE_US 1000000
 #define VBLK_MAX_BLOCK_SIZE (2u << 20)	/* QEMU's bound for both block sizes */
+#define VBLK_EXPORT_QUEUES 1
 
 struct vblk;
 
@@ -48,6 +49,13 @@ struct blk_device_cfg {
 	/* blk_size and the physical block offered the guest; 0: from the host */
 	unsigned logical_block_size, physical_block_size;
 	char serial[VBLK_SERIAL_LEN + 1];
+	/*
+	 * -export vhost-user-blk: the device is served to another process
+	 * over a Unix socket instead of being plugged into a guest's board.
+	 */
+	char *socket_path;	/* NULL for a -device */
+	char *export_id;
+	bool writable;
 	struct vblk *dev;	/* the live device, once created */
 };
 
@@ -63,6 +71,8 @@ struct blk_cmdline {
 struct machine;
 struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *drive,
 			 const struct blk_device_cfg *cfg);
+struct vblk *vblk_export_create(const struct blk_drive_cfg *drive,
+				const struct blk_device_cfg *cfg);
 void vblk_destroy(struct vblk *s);
 
 #endif

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * virtio-blk (VIRTIO 1.2, 5.2) on the modern PCI transport.
+ * virtio-blk (VIRTIO 1.2, 5.2), plugged into the guest's board on the
+ * modern PCI transport, or served to another process's guest over
+ * vhost-user (-export); the same device either way.
  *
  * Every virtqueue has its own blk_queue (its own io_uring) and runs on one
  * of the device's I/O threads (iothreads=N, default 1: a polling thread
@@ -36,6 +38,7 @@
 #include "block/block.h"
 #include "hw/block/virtio-blk.h"
 #include "hw/machine.h"
+#include "hw/virtio/vhost-user-backend.h"
 #include "hw/virtio/virtio-pci.h"
 #include "util/clock.h"
 #include "util/iothread.h"
@@ -141,8 +144,13 @@ struct vblk_queue {
 	uint64_t coalesce_ns;
 	uint64_t interval_ns;
 
+	int kick_fd;		/* a vhost-user front-end's, or -1 */
+
 	/* under s->vdev.lock */
-	bool serving;
+	bool serving;		/* popping allowed */
+	bool stopping;		/* stop_queue waits on drained */
+	unsigned outstanding;	/* popped, neither pushed nor dropped yet */
+	pthread_cond_t drained;
 	uint32_t gen;		/* bumped by reset: older requests are not published */
 	bool irq_held;		/* used entries published, interrupt not sent */
 	uint64_t last_irq_ns;	/* CLOCK_MONOTONIC of the last interrupt sent */
@@ -166,6 +174,8 @@ struct vblk {
 	struct virtio_device vdev;
 	bool vdev_ready;
 	struct virtio_pci *pci;
+	struct vu_backend *vu;
+	struct guest_mem shared_mem;	/* what a vhost-user front-end maps in */
 	struct blk_file *file;
 	bool readonly;
 	bool writethrough;	/* under vdev.lock: the driver took no FLUSH */
@@ -444,6 +454,14 @@ static void vblk_irq_timer_handler(void *opaque)
 	pthread_mutex_unlock(&vdev->lock);
 }
 
+/* n popped requests were pushed or dropped: a stop_queue may be waiting. */
+static void vblk_settled_locked(struct vblk_queue *q, unsigned n)
+{
+	q->outstanding -= n;
+	if (!q->outstanding && q->stopping)
+		pthread_cond_broadcast(&q->drained);
+}
+
 /*
  * Puts completed requests into the used ring: one flush and at most one
  * interrupt for the whole list.  Requests from before a reset are only
@@ -454,18 +472,22 @@ static void vblk_publish_locked(struct vblk_queue *q, struct vblk_req *list)
 {
 	struct virtio_device *vdev = &q->s->vdev;
 	struct virtqueue *vq = &vdev->queues[q->idx].vq;
-	bool live = q->serving && !vdev->broken;
 	unsigned n = 0;
 
+	/*
+	 * A stopped queue still answers what it took: stop_queue waits for
+	 * that.  Only a reset (a new generation) or a broken device drops.
+	 */
 	while (list) {
 		struct vblk_req *r = list;
 
 		list = r->next;
-		if (live && r->gen == q->gen) {
+		if (!vdev->broken && r->gen == q->gen) {
 			*r->status_ptr = r->status;
 			virtqueue_fill(vq, &r->elem, r->used_len, n++);
 		}
 		free(r);
+		vblk_settled_locked(q, 1);
 	}
 	if (n) {
 		virtqueue_flush(vq, n);
@@ -583,6 +605,7 @@ static bool vblk_kick_round(struct vblk_queue *q)
 		}
 		struct vblk_req *r = (struct vblk_req *)e;
 
+		q->outstanding++;
 		memset(&r->br, 0, sizeof(*r) - offsetof(struct vblk_req, br));
 		r->q = q;
 		r->gen = q->gen;
@@ -591,6 +614,7 @@ static bool vblk_kick_round(struct vblk_queue *q)
 		ret = vblk_parse(q, r, &why);
 		if (ret < 0) {
 			free(r);
+			vblk_settled_locked(q, 1);
 			virtio_error(vdev, "virtio-blk: queue %u: %s", q->idx, why);
 			break;
 		}
@@ -644,15 +668,28 @@ static void vblk_serve(struct vblk_queue *q, bool reap)
 		(void)eventfd_write(q->s->vdev.queues[q->idx].kick_fd, 1);
 }
 
-static void vblk_kick(void *opaque)
+static void vblk_kick_read(struct vblk_queue *q, int fd)
 {
-	struct vblk_queue *q = opaque;
-	int fd = q->s->vdev.queues[q->idx].kick_fd;
 	uint64_t cnt;
 
 	if (read(fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
 		return;
 	vblk_serve(q, false);
+}
+
+static void vblk_kick(void *opaque)
+{
+	struct vblk_queue *q = opaque;
+
+	vblk_kick_read(q, q->s->vdev.queues[q->idx].kick_fd);
+}
+
+/* A kick on the eventfd a vhost-user front-end gave the queue. */
+static void vblk_kick_ext(void *opaque)
+{
+	struct vblk_queue *q = opaque;
+
+	vblk_kick_read(q, q->kick_fd);
 }
 
 /*
@@ -718,17 +755,23 @@ static void vblk_write_config(struct virtio_device *vdev, uint32_t off,
 	(void)len;
 }
 
+/* What the driver's features decide for the requests to come; under the lock. */
+static void vblk_apply_features(struct vblk *s)
+{
+	uint64_t f = s->vdev.guest_features;
+
+	/* VIRTIO 1.2, 5.2: without FLUSH, a completed write is on stable storage. */
+	s->writethrough = !(f & (1ull << VIRTIO_BLK_F_FLUSH));
+	s->seg_limit = f & (1ull << VIRTIO_BLK_F_SEG_MAX) ? s->seg_max : IOV_MAX;
+	s->size_limit = f & (1ull << VIRTIO_BLK_F_SIZE_MAX) ? VBLK_SIZE_MAX : UINT32_MAX;
+}
+
 static int vblk_start(struct virtio_device *vdev)
 {
 	struct vblk *s = vdev_to_vblk(vdev);
 	uint64_t one = 1;
 
-	/* VIRTIO 1.2, 5.2: without FLUSH, a completed write is on stable storage. */
-	s->writethrough = !(vdev->guest_features & (1ull << VIRTIO_BLK_F_FLUSH));
-	s->seg_limit = vdev->guest_features & (1ull << VIRTIO_BLK_F_SEG_MAX) ?
-		       s->seg_max : IOV_MAX;
-	s->size_limit = vdev->guest_features & (1ull << VIRTIO_BLK_F_SIZE_MAX) ?
-			VBLK_SIZE_MAX : UINT32_MAX;
+	vblk_apply_features(s);
 	for (unsigned i = 0; i < s->nq; i++) {
 		struct virtio_queue *vq = &vdev->queues[i];
 
@@ -762,12 +805,61 @@ static unsigned vblk_busy(struct virtio_device *vdev)
 	return n;
 }
 
+static int vblk_start_queue(struct virtio_device *vdev, unsigned qi, int kick_fd)
+{
+	struct vblk *s = vdev_to_vblk(vdev);
+	struct vblk_queue *q = &s->q[qi];
+	uint64_t one = 1;
+
+	assert(qi < s->nq && q->kick_fd < 0);
+	/* Set before the handler can run: add_fd orders it for the thread. */
+	q->kick_fd = kick_fd;
+	if (iothread_add_fd(q->t, kick_fd, vblk_kick_ext, q) < 0) {
+		q->kick_fd = -1;
+		return -1;
+	}
+	pthread_mutex_lock(&vdev->lock);
+	/* No DRIVER_OK on this transport: a ring's start is the device's. */
+	vblk_apply_features(s);
+	q->serving = true;
+	/* The ring may still say "no kicks" from a poll before the stop. */
+	virtqueue_set_notification(&vdev->queues[qi].vq, !q->polling);
+	pthread_mutex_unlock(&vdev->lock);
+	/* Serve what the driver queued before the queue started. */
+	return write(vdev->queues[qi].kick_fd, &one, sizeof(one)) < 0 ? -1 : 0;
+}
+
+static void vblk_stop_queue(struct virtio_device *vdev, unsigned qi)
+{
+	struct vblk *s = vdev_to_vblk(vdev);
+	struct vblk_queue *q = &s->q[qi];
+
+	assert(qi < s->nq);
+	pthread_mutex_lock(&vdev->lock);
+	q->serving = false;
+	q->stopping = true;
+	while (q->outstanding)
+		pthread_cond_wait(&q->drained, &vdev->lock);
+	q->stopping = false;
+	/* An interrupt held back for coalescing goes now, not never. */
+	if (q->irq_held && !vdev->broken)
+		vblk_irq_send_locked(q);
+	q->irq_held = false;
+	pthread_mutex_unlock(&vdev->lock);
+	if (q->kick_fd >= 0) {
+		iothread_del_fd(q->t, q->kick_fd);
+		q->kick_fd = -1;
+	}
+}
+
 static const struct virtio_device_ops vblk_ops = {
 	.read_config = vblk_read_config,
 	.write_config = vblk_write_config,
 	.start = vblk_start,
 	.reset = vblk_reset,
 	.busy = vblk_busy,
+	.start_queue = vblk_start_queue,
+	.stop_queue = vblk_stop_queue,
 };
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -910,6 +1002,8 @@ static void vblk_queue_destroy(struct vblk_queue *q)
 	if (!q->t)
 		return;
 	iothread_del_poller(q->t, q);
+	if (q->kick_fd >= 0)
+		iothread_del_fd(q->t, q->kick_fd);
 	if (q->s->vdev_ready)
 		iothread_del_fd(q->t, q->s->vdev.queues[q->idx].kick_fd);
 	if (q->done_fd >= 0)
@@ -938,13 +1032,17 @@ void vblk_destroy(struct vblk *s)
 		return;
 	if (s->pci)
 		virtio_pci_free(s->pci);
+	/* Its requests in flight complete first; then its memory goes. */
+	vu_backend_free(s->vu);
 	if (s->vdev_ready) {
 		pthread_mutex_lock(&s->vdev.lock);
 		vblk_reset(&s->vdev);
 		pthread_mutex_unlock(&s->vdev.lock);
 	}
-	for (unsigned i = 0; s->q && i < s->nq; i++)
+	for (unsigned i = 0; s->q && i < s->nq; i++) {
 		vblk_queue_destroy(&s->q[i]);
+		pthread_cond_destroy(&s->q[i].drained);
+	}
 	for (unsigned j = 0; s->t && j < s->nt; j++)
 		if (s->t[j])
 			iothread_free(s->t[j]);
@@ -960,8 +1058,12 @@ void vblk_destroy(struct vblk *s)
 	free(s);
 }
 
-struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
-			 const struct blk_device_cfg *cfg)
+/*
+ * The device without a transport: its file, queues and running I/O
+ * threads.  mem is the guest memory it serves; NULL for s->shared_mem.
+ */
+static struct vblk *vblk_new(const struct guest_mem *mem, unsigned ncpus,
+			     const struct blk_drive_cfg *d, const struct blk_device_cfg *cfg)
 {
 	struct vblk *s = calloc(1, sizeof(*s));
 	struct blk_file_opts o = {
@@ -973,9 +1075,10 @@ struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
 	s->file = blk_file_open(&o);
 	if (!s->file)
 		goto fail;
-	s->readonly = d->readonly || s->file->readonly;
+	s->readonly = d->readonly || s->file->readonly ||
+		      (cfg->socket_path && !cfg->writable);
 	s->capacity = s->file->size >> SECTOR_SHIFT;
-	s->nq = cfg->num_queues ? cfg->num_queues : m->ncpus;
+	s->nq = cfg->num_queues ? cfg->num_queues : ncpus;
 	if (s->nq < 1)
 		s->nq = 1;
 	if (s->nq > VBLK_MAX_QUEUES)
@@ -991,7 +1094,7 @@ struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
 	vblk_config_init(s, cfg);
 	if (virtio_device_init(&s->vdev, VIRTIO_ID_BLOCK, vblk_features(s, cfg),
 			       VBLK_CONFIG_LEN, s->nq, (uint16_t)cfg->queue_size,
-			       &m->mem, &vblk_ops, s) < 0) {
+			       mem ? mem : &s->shared_mem, &vblk_ops, s) < 0) {
 		error_report("virtio-blk %s: cannot create the device", d->file);
 		goto fail;
 	}
@@ -1004,6 +1107,8 @@ struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
 		s->q[i].s = s;
 		s->q[i].done_fd = -1;
 		s->q[i].irq_timer_fd = -1;
+		s->q[i].kick_fd = -1;
+		pthread_cond_init(&s->q[i].drained, NULL);
 	}
 	if (vblk_threads_init(s, cfg) < 0)
 		goto fail;
@@ -1017,14 +1122,41 @@ struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
 			goto fail;
 		}
 	}
-	s->pci = virtio_pci_create(m, &s->vdev, VIRTIO_PCI_DEVICE_ID(VIRTIO_ID_BLOCK),
-				   PCI_CLASS_STORAGE_OTHER);
-	if (!s->pci)
-		goto fail;
 	return s;
 fail:
 	vblk_destroy(s);
 	return NULL;
+}
+
+struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
+			 const struct blk_device_cfg *cfg)
+{
+	struct vblk *s = vblk_new(&m->mem, m->ncpus, d, cfg);
+
+	if (!s)
+		return NULL;
+	s->pci = virtio_pci_create(m, &s->vdev, VIRTIO_PCI_DEVICE_ID(VIRTIO_ID_BLOCK),
+				   PCI_CLASS_STORAGE_OTHER);
+	if (!s->pci) {
+		vblk_destroy(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct vblk *vblk_export_create(const struct blk_drive_cfg *d,
+				const struct blk_device_cfg *cfg)
+{
+	struct vblk *s = vblk_new(NULL, 1, d, cfg);
+
+	if (!s)
+		return NULL;
+	s->vu = vu_backend_new(&s->vdev, &s->shared_mem, cfg->socket_path, true);
+	if (!s->vu) {
+		vblk_destroy(s);
+		return NULL;
+	}
+	return s;
 }
 
 int blk_drives_check(const struct blk_cmdline *c)
@@ -1050,7 +1182,10 @@ int blk_devices_create(struct blk_cmdline *c, struct machine *m)
 	for (unsigned i = 0; i < c->nr_devs; i++) {
 		struct blk_device_cfg *dc = &c->devs[i];
 
-		dc->dev = vblk_create(m, &c->drives[dc->drive], dc);
+		if (dc->socket_path)
+			dc->dev = vblk_export_create(&c->drives[dc->drive], dc);
+		else
+			dc->dev = vblk_create(m, &c->drives[dc->drive], dc);
 		if (!dc->dev)
 			return -1;
 	}

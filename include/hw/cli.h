@@ -14,9 +14,11 @@
 
 enum cli_action { CLI_RUN, CLI_HELP, CLI_VERSION, CLI_CHECK_KVM, CLI_ACCEL_HELP };
 
-/* A -drive or -device virtio-blk-pci argument, kept in command-line order. */
+enum cli_blk_kind { CLI_BLK_DRIVE, CLI_BLK_DEVICE, CLI_BLK_EXPORT };
+
+/* A -drive, -device virtio-blk-pci or -export argument, in command-line order. */
 struct cli_blk_arg {
-	bool is_drive;
+	enum cli_blk_kind kind;
 	const char *arg;
 };
 
@@ -39,6 +41,8 @@ struct cli_opts {
 	uint16_t debug_exit_iobase, debug_exit_iosize;
 	struct cli_blk_arg blk[CLI_MAX_BLK_ARGS];
 	unsigned nr_blk;
+	/* With -export brisk runs no guest: it serves its disks to others. */
+	unsigned nr_exports;
 };
 
 /* 0 on success; -1 after one error line. */

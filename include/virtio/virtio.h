@@ -51,9 +51,22 @@ struct virtio_device_ops {
 	 * device then calls virtio_reset_check().
 	 */
 	unsigned (*busy)(struct virtio_device *vdev);
+	/*
+	 * For transports that run queues one at a time (vhost-user), called
+	 * WITHOUT vdev->lock.  start_queue: queue q is enabled; serve it,
+	 * woken by kick_fd, which the transport keeps open until stop_queue
+	 * has returned.  stop_queue: take nothing more from q, and return
+	 * once every request taken from it (also before a reset) has left
+	 * the backend and, unless the device was reset or broke meanwhile,
+	 * been pushed to the used ring with its interrupt sent.  After that
+	 * the device does not touch q's ring or buffers until started again,
+	 * so the transport may give up guest memory.
+	 */
+	int (*start_queue)(struct virtio_device *vdev, unsigned q, int kick_fd);
+	void (*stop_queue)(struct virtio_device *vdev, unsigned q);
 };
 
-/* What a transport (virtio-pci) implements for the core. */
+/* What a transport (virtio-pci, vhost-user) implements for the core. */
 struct virtio_transport_ops {
 	/* Interrupt for queue q (used buffers). */
 	void (*notify_queue)(struct virtio_device *vdev, unsigned q);
@@ -134,6 +147,12 @@ uint8_t virtio_get_status(struct virtio_device *vdev);
 bool virtio_set_features(struct virtio_device *vdev, uint64_t features);
 /* Enable queue q with the addresses the transport was given. */
 int virtio_queue_enable(struct virtio_device *vdev, unsigned q);
+
+/*
+ * The transport took queue q down (vhost-user stopped it): its ring is
+ * forgotten, as at reset.  The device must have stopped the queue first.
+ */
+void virtio_queue_disable(struct virtio_device *vdev, unsigned q);
 
 /*
  * The guest broke the rules: log once, set NEEDS_RESET, send a config

@@ -51,12 +51,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct blk_cmdline *c = blk_cmdline_new();
 		int ret = 0;
 
-		/* -machine dumpdtb= runs without a kernel: it writes the tree. */
-		assert((o.kernel || o.dumpdtb) && o.nr_blk <= CLI_MAX_BLK_ARGS);
+		/*
+		 * A guest needs its kernel (-machine dumpdtb= only writes the
+		 * tree); an export runs no guest and refuses both.
+		 */
+		assert(o.nr_exports ? !o.kernel && !o.dumpdtb : o.kernel || o.dumpdtb);
+		assert(o.nr_blk <= CLI_MAX_BLK_ARGS);
 		assert(o.ncpus >= 1 && o.ncpus <= CLI_MAX_CPUS);
 		assert(o.ram_size >= CLI_MIN_RAM && o.ram_size <= CLI_MAX_RAM);
 		for (unsigned i = 0; c && ret == 0 && i < o.nr_blk; i++)
-			ret = (o.blk[i].is_drive ? blk_cmdline_drive : blk_cmdline_device)
+			ret = (o.blk[i].kind == CLI_BLK_DRIVE ? blk_cmdline_drive :
+			       o.blk[i].kind == CLI_BLK_DEVICE ? blk_cmdline_device : blk_cmdline_export)
 				(c, o.blk[i].arg);
 		if (c && ret == 0 && blk_cmdline_finish(c) == 0) {
 			/* What blk_devices_create() relies on. */

@@ -5,19 +5,22 @@
 struct machine;
 
 /*
- * The command-line face of virtio-blk.  The CLI hands every -drive argument
- * and every "-device virtio-blk-pci,..." argument here as it meets them;
+ * The command-line face of virtio-blk.  The CLI hands every -drive
+ * argument, every "-device virtio-blk-pci,..." and every
+ * "-export vhost-user-blk,..." argument here as it meets them;
  * each call reports one clear line through error_report() and returns -1
  * on bad input.  blk_cmdline_finish() checks what only the whole command
  * line can tell (a -device naming no -drive, a drive no device uses...).
- * blk_devices_create() opens the files and plugs the devices into
- * m->pci; it is called once the board has made the PCI bus.
+ * blk_devices_create() opens the files, plugs the devices into m->pci
+ * (once the board has made the PCI bus) and starts serving the exports
+ * on their sockets; m may be NULL when there are only exports.
  */
 struct blk_cmdline;
 
 struct blk_cmdline *blk_cmdline_new(void);
 int blk_cmdline_drive(struct blk_cmdline *c, const char *arg);
 int blk_cmdline_device(struct blk_cmdline *c, const char *arg);
+int blk_cmdline_export(struct blk_cmdline *c, const char *arg);
 int blk_cmdline_finish(struct blk_cmdline *c);
 /*
  * Opens and closes every drive's file with the options it will be used

@@ -1,0 +1,826 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * vhost-user back-end transport (QEMU's docs/interop/vhost-user.rst).
+ *
+ * The front-end's messages are handled one at a time on a control thread
+ * (an iothread with the listening or the connected socket).  They program
+ * the virtio core as a driver's register writes would, under vdev->lock;
+ * the rings themselves are served by the device's own I/O threads,
+ * started and stopped queue by queue with start_queue and stop_queue,
+ * which are called without the lock because stopping waits for the I/O
+ * threads to finish what they took.
+ *
+ * A ring goes through three steps.  Configured: size, addresses and base
+ * given.  Started: its kick eventfd arrived, so its addresses were
+ * translated (front-end user addresses -> guest-physical, through the
+ * memory table) and checked by virtqueue_enable().  Running: started and
+ * enabled (SET_VRING_ENABLE, or always without protocol features); the
+ * device serves it.  GET_VRING_BASE takes a ring back to configured,
+ * with every request it had taken completed.
+ *
+ * The call, error and kick fds must be eventfds, and are made
+ * non-blocking: a front-end that never reads its call eventfd must not
+ * stall an I/O thread in write().
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "hw/virtio/vhost-user-backend.h"
+#include "hw/virtio/vhost-user.h"
+#include "util/guest-mem.h"
+#include "util/iothread.h"
+#include "util/log.h"
+#include "virtio/virtio.h"
+#include "virtio/virtio_ring.h"
+
+#define F(bit) (1ull << (bit))
+/* A message that has begun must be whole within this; so must a reply fit. */
+#define VU_TIMEOUT_MS 10000
+#define VU_PROTOCOL_FEATURES (F(VHOST_USER_PROTOCOL_F_MQ) |		\
+			      F(VHOST_USER_PROTOCOL_F_REPLY_ACK) |	\
+			      F(VHOST_USER_PROTOCOL_F_CONFIG) |		\
+			      F(VHOST_USER_PROTOCOL_F_RESET_DEVICE))
+
+struct vu_ring {
+	int kick_fd, call_fd, err_fd;	/* -1: none; call/err under vdev->lock */
+	uint32_t num;			/* 0: not given */
+	uint64_t desc, avail, used;	/* the front-end's user addresses */
+	bool addr_set;
+	uint32_t base;
+	bool base_set;
+	bool enabled;
+	bool started;
+	bool running;
+};
+
+struct vu_backend {
+	struct virtio_device *vdev;
+	struct guest_mem *mem;
+	struct iothread *t;
+	bool threaded;
+	char *path;			/* NULL: no listening socket */
+	int listen_fd;
+	bool listening;			/* listen_fd is on t */
+	int conn_fd;			/* -1: nobody connected */
+	uint64_t features;		/* SET_FEATURES, protocol bit included */
+	bool features_set;
+	uint64_t protocol_features;
+	struct vu_ring *rings;
+};
+
+/* ---- signalling the front-end (called with vdev->lock held) ---- */
+
+static void vu_signal(int fd)
+{
+	uint64_t one = 1;
+	ssize_t r;
+
+	/* EAGAIN: the counter is already that full, the reader will wake. */
+	do
+		r = write(fd, &one, sizeof(one));
+	while (r < 0 && errno == EINTR);
+}
+
+static void vu_notify_queue(struct virtio_device *vdev, unsigned q)
+{
+	struct vu_backend *vu = vdev->transport_opaque;
+
+	if (vu->rings[q].call_fd >= 0)
+		vu_signal(vu->rings[q].call_fd);
+}
+
+/* The only config interrupt brisk raises is NEEDS_RESET: tell the error fds. */
+static void vu_notify_config(struct virtio_device *vdev)
+{
+	struct vu_backend *vu = vdev->transport_opaque;
+
+	if (!vdev->broken)
+		return;
+	for (unsigned i = 0; i < vdev->nr_queues; i++)
+		if (vu->rings[i].err_fd >= 0)
+			vu_signal(vu->rings[i].err_fd);
+}
+
+static const struct virtio_transport_ops vu_transport_ops = {
+	.notify_queue = vu_notify_queue,
+	.notify_config = vu_notify_config,
+};
+
+/* ---- rings ---- */
+
+/* An eventfd, made non-blocking; -1 with *e for any other kind of fd. */
+static int vu_check_eventfd(int fd, const char *what, unsigned i, struct vhost_user_err *e)
+{
+	char link[64], target[32];
+	ssize_t n;
+	int fl;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0 || (target[n] = '\0', strcmp(target, "anon_inode:[eventfd]")))
+		return vhost_user_fail(e, "ring %u: the %s fd is not an eventfd", i, what);
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return vhost_user_fail(e, "ring %u: %s fd: %s", i, what, strerror(errno));
+	return 0;
+}
+
+static bool vu_protocol_negotiated(const struct vu_backend *vu)
+{
+	return vu->features & F(VHOST_USER_F_PROTOCOL_FEATURES);
+}
+
+/*
+ * Puts the configured ring into the virtio core: addresses through the
+ * memory table, then virtqueue_enable()'s checks, then the base.
+ */
+static int vu_ring_setup(struct vu_backend *vu, unsigned i, struct vhost_user_err *e)
+{
+	struct virtio_device *vdev = vu->vdev;
+	struct virtio_queue *q = &vdev->queues[i];
+	struct vu_ring *r = &vu->rings[i];
+	bool packed = vu->features & F(VIRTIO_F_RING_PACKED);
+	uint64_t desc, avail, used, dlen, alen, ulen;
+	int ret;
+
+	if (!vu->features_set)
+		return vhost_user_fail(e, "ring %u started before SET_FEATURES", i);
+	if (!vu->mem->nr_regions)
+		return vhost_user_fail(e, "ring %u started before SET_MEM_TABLE", i);
+	if (!r->num || !r->addr_set)
+		return vhost_user_fail(e, "ring %u started before its size and addresses", i);
+	dlen = packed ? 16ull * r->num : vring_split_desc_size(r->num);
+	alen = packed ? sizeof(struct vring_packed_event) : vring_split_avail_size(r->num);
+	ulen = packed ? sizeof(struct vring_packed_event) : vring_split_used_size(r->num);
+	if (!guest_mem_uva_to_gpa(vu->mem, r->desc, dlen, &desc) ||
+	    !guest_mem_uva_to_gpa(vu->mem, r->avail, alen, &avail) ||
+	    !guest_mem_uva_to_gpa(vu->mem, r->used, ulen, &used))
+		return vhost_user_fail(e, "ring %u: addresses outside the memory table", i);
+	pthread_mutex_lock(&vdev->lock);
+	q->vq.num = (uint16_t)r->num;
+	q->vq.desc_addr = desc;
+	q->vq.driver_addr = avail;
+	q->vq.device_addr = used;
+	ret = virtio_queue_enable(vdev, i);
+	if (ret == 0 && r->base_set && virtqueue_set_base(&q->vq, r->base) < 0) {
+		virtio_queue_disable(vdev, i);
+		ret = -2;
+	}
+	pthread_mutex_unlock(&vdev->lock);
+	if (ret == -2)
+		return vhost_user_fail(e, "ring %u: base %#x beyond a %u-entry ring", i,
+				       r->base, r->num);
+	if (ret < 0)
+		return vhost_user_fail(e, "ring %u: size %u or addresses (desc %#llx, avail "
+				       "%#llx, used %#llx) wrong for a %s ring", i, r->num,
+				       (unsigned long long)desc, (unsigned long long)avail,
+				       (unsigned long long)used, packed ? "packed" : "split");
+	r->started = true;
+	return 0;
+}
+
+/* Runs the ring exactly when it is started and enabled. */
+static int vu_ring_update(struct vu_backend *vu, unsigned i, struct vhost_user_err *e)
+{
+	struct virtio_device *vdev = vu->vdev;
+	struct vu_ring *r = &vu->rings[i];
+	bool want = r->started && (r->enabled || !vu_protocol_negotiated(vu));
+
+	if (want == r->running)
+		return 0;
+	if (!want) {
+		vdev->ops->stop_queue(vdev, i);
+		r->running = false;
+		return 0;
+	}
+	if (vdev->ops->start_queue(vdev, i, r->kick_fd) < 0)
+		return vhost_user_fail(e, "ring %u: cannot start: %s", i, strerror(errno));
+	r->running = true;
+	return 0;
+}
+
+/*
+ * Back to configured: the device finishes what it took, the position is
+ * kept as the base a restart continues from.  The kick fd stays.
+ */
+static void vu_ring_down(struct vu_backend *vu, unsigned i)
+{
+	struct virtio_device *vdev = vu->vdev;
+	struct vu_ring *r = &vu->rings[i];
+
+	if (r->running) {
+		vdev->ops->stop_queue(vdev, i);
+		r->running = false;
+	}
+	if (!r->started)
+		return;
+	pthread_mutex_lock(&vdev->lock);
+	r->base = virtqueue_get_base(&vdev->queues[i].vq);
+	r->base_set = true;
+	virtio_queue_disable(vdev, i);
+	pthread_mutex_unlock(&vdev->lock);
+	r->started = false;
+}
+
+static void vu_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Down, fds closed, configuration forgotten: the state of a new connection. */
+static void vu_ring_clear(struct vu_backend *vu, unsigned i)
+{
+	struct vu_ring *r = &vu->rings[i];
+	int call, err;
+
+	vu_ring_down(vu, i);
+	vu_close(&r->kick_fd);
+	pthread_mutex_lock(&vu->vdev->lock);
+	call = r->call_fd;
+	err = r->err_fd;
+	*r = (struct vu_ring){ .kick_fd = -1, .call_fd = -1, .err_fd = -1 };
+	pthread_mutex_unlock(&vu->vdev->lock);
+	vu_close(&call);
+	vu_close(&err);
+}
+
+/* RESET_DEVICE, and the first step of a disconnect. */
+static void vu_reset_device(struct vu_backend *vu)
+{
+	struct virtio_device *vdev = vu->vdev;
+
+	for (unsigned i = 0; i < vdev->nr_queues; i++)
+		vu_ring_clear(vu, i);
+	pthread_mutex_lock(&vdev->lock);
+	virtio_set_status(vdev, 0);
+	/* Every ring was stopped: nothing of the device's is in flight. */
+	assert(!vdev->resetting);
+	pthread_mutex_unlock(&vdev->lock);
+	vu->features = 0;
+	vu->features_set = false;
+}
+
+static bool vu_any_started(const struct vu_backend *vu)
+{
+	for (unsigned i = 0; i < vu->vdev->nr_queues; i++)
+		if (vu->rings[i].started)
+			return true;
+	return false;
+}
+
+/* ---- messages ---- */
+
+static int vu_reply(struct vu_backend *vu, const struct vhost_user_msg *req,
+		    const void *payload, uint32_t size, struct vhost_user_err *e)
+{
+	struct vhost_user_msg r;
+
+	vhost_user_msg_init(&r, req->hdr.request, VHOST_USER_FLAG_REPLY, size);
+	memcpy(&r.payload, payload, size);
+	return vhost_user_send(vu->conn_fd, &r, NULL, 0, VU_TIMEOUT_MS, e);
+}
+
+static int vu_reply_u64(struct vu_backend *vu, const struct vhost_user_msg *req,
+			uint64_t v, struct vhost_user_err *e)
+{
+	return vu_reply(vu, req, &v, sizeof(v), e);
+}
+
+static struct vu_ring *vu_ring_arg(struct vu_backend *vu, const struct vhost_user_msg *m,
+				   uint32_t index, struct vhost_user_err *e)
+{
+	if (index >= vu->vdev->nr_queues) {
+		vhost_user_fail(e, "%s: ring %u, but the device has %u",
+				vhost_user_request_name(m->hdr.request), index,
+				vu->vdev->nr_queues);
+		return NULL;
+	}
+	return &vu->rings[index];
+}
+
+static int vu_set_features(struct vu_backend *vu, const struct vhost_user_msg *m,
+			   struct vhost_user_err *e)
+{
+	struct virtio_device *vdev = vu->vdev;
+	uint64_t f = m->payload.u64;
+	uint64_t offered = vdev->host_features | F(VHOST_USER_F_PROTOCOL_FEATURES);
+	bool ok;
+
+	if (f & ~offered)
+		return vhost_user_fail(e, "SET_FEATURES %#llx: bits %#llx were not offered",
+				       (unsigned long long)f, (unsigned long long)(f & ~offered));
+	if (vu_any_started(vu)) {
+		if (vu->features_set && f == vu->features)
+			return 0;
+		return vhost_user_fail(e, "SET_FEATURES changes the features of running rings");
+	}
+	/* Renegotiation starts the device over, as a driver's reset does. */
+	pthread_mutex_lock(&vdev->lock);
+	virtio_set_status(vdev, 0);
+	assert(!vdev->resetting);	/* no ring started: nothing in flight */
+	ok = virtio_set_features(vdev, f & ~F(VHOST_USER_F_PROTOCOL_FEATURES));
+	if (ok)
+		virtio_set_status(vdev, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+				  VIRTIO_CONFIG_S_FEATURES_OK);
+	pthread_mutex_unlock(&vdev->lock);
+	if (!ok)
+		return vhost_user_fail(e, "SET_FEATURES %#llx without VIRTIO_F_VERSION_1: "
+				       "brisk serves no legacy driver", (unsigned long long)f);
+	vu->features = f;
+	vu->features_set = true;
+	return 0;
+}
+
+/*
+ * A new table while rings run (memory hotplug): they stop, with what they
+ * took finished, the table is swapped and they start again where they
+ * were.  On any error the old regions are gone too and the connection ends.
+ */
+static int vu_set_mem_table(struct vu_backend *vu, struct vhost_user_msg *m,
+			    struct vhost_user_err *e)
+{
+	const struct vhost_user_mem_table *t = &m->payload.mem;
+	unsigned n = vu->vdev->nr_queues;
+	bool was[64];
+
+	for (unsigned i = 0; i < n; i++) {
+		was[i] = vu->rings[i].started;
+		vu_ring_down(vu, i);
+	}
+	guest_mem_unmap(vu->mem);
+	for (unsigned i = 0; i < t->nregions; i++) {
+		const struct vhost_user_region *r = &t->region[i];
+		const char *why;
+
+		if (guest_mem_map_fd(vu->mem, r->gpa, r->size, r->uva, m->fds[i],
+				     r->mmap_offset, &why) < 0) {
+			guest_mem_unmap(vu->mem);
+			return vhost_user_fail(e, "SET_MEM_TABLE region %u (gpa %#llx, size "
+					       "%#llx): %s", i, (unsigned long long)r->gpa,
+					       (unsigned long long)r->size, why);
+		}
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (was[i] && (vu_ring_setup(vu, i, e) < 0 || vu_ring_update(vu, i, e) < 0))
+			return -1;
+	return 0;
+}
+
+/* SET_VRING_KICK/CALL/ERR: the ring, and its fd (-1 for NOFD). */
+static struct vu_ring *vu_vring_fd(struct vu_backend *vu, struct vhost_user_msg *m,
+				   const char *what, int *fd, struct vhost_user_err *e)
+{
+	uint64_t v = m->payload.u64;
+	struct vu_ring *r;
+
+	*fd = -1;
+	if (v & ~(uint64_t)(VHOST_USER_VRING_IDX_MASK | VHOST_USER_VRING_NOFD)) {
+		vhost_user_fail(e, "%s: unknown bits in %#llx",
+				vhost_user_request_name(m->hdr.request), (unsigned long long)v);
+		return NULL;
+	}
+	r = vu_ring_arg(vu, m, v & VHOST_USER_VRING_IDX_MASK, e);
+	if (!r || (v & VHOST_USER_VRING_NOFD))
+		return r;
+	if (vu_check_eventfd(m->fds[0], what, (unsigned)(r - vu->rings), e) < 0)
+		return NULL;
+	*fd = vhost_user_take_fd(m, 0);
+	return r;
+}
+
+static int vu_set_vring_kick(struct vu_backend *vu, struct vhost_user_msg *m,
+			     struct vhost_user_err *e)
+{
+	struct vu_ring *r;
+	unsigned i;
+	int fd;
+
+	r = vu_vring_fd(vu, m, "kick", &fd, e);
+	if (!r)
+		return -1;
+	i = (unsigned)(r - vu->rings);
+	if (fd < 0)
+		return vhost_user_fail(e, "SET_VRING_KICK: ring %u without a kick fd "
+				       "(polling) is not supported", i);
+	/* A new kick fd (re)starts the ring, from where it stood. */
+	vu_ring_down(vu, i);
+	vu_close(&r->kick_fd);
+	r->kick_fd = fd;
+	if (vu_ring_setup(vu, i, e) < 0)
+		return -1;
+	return vu_ring_update(vu, i, e);
+}
+
+static int vu_set_vring_signal(struct vu_backend *vu, struct vhost_user_msg *m,
+			       bool call, struct vhost_user_err *e)
+{
+	int fd, old;
+	struct vu_ring *r = vu_vring_fd(vu, m, call ? "call" : "error", &fd, e);
+
+	/* No fd: the front-end polls the used ring itself. */
+	if (!r)
+		return -1;
+	pthread_mutex_lock(&vu->vdev->lock);
+	old = call ? r->call_fd : r->err_fd;
+	if (call)
+		r->call_fd = fd;
+	else
+		r->err_fd = fd;
+	pthread_mutex_unlock(&vu->vdev->lock);
+	vu_close(&old);
+	return 0;
+}
+
+static int vu_get_vring_base(struct vu_backend *vu, const struct vhost_user_msg *m,
+			     struct vhost_user_err *e)
+{
+	struct vhost_user_vring_state st = m->payload.state;
+	struct vu_ring *r = vu_ring_arg(vu, m, st.index, e);
+
+	if (!r)
+		return -1;
+	vu_ring_down(vu, st.index);
+	vu_close(&r->kick_fd);
+	st.num = r->base;
+	return vu_reply(vu, m, &st, sizeof(st), e);
+}
+
+/* SET_VRING_NUM, _ADDR, _BASE: only while the ring is not started. */
+static int vu_configure_ring(struct vu_backend *vu, const struct vhost_user_msg *m,
+			     struct vhost_user_err *e)
+{
+	const char *name = vhost_user_request_name(m->hdr.request);
+	uint32_t index = m->hdr.request == VHOST_USER_SET_VRING_ADDR ?
+			 m->payload.addr.index : m->payload.state.index;
+	struct vu_ring *r = vu_ring_arg(vu, m, index, e);
+	uint32_t num = m->payload.state.num;
+
+	if (!r)
+		return -1;
+	if (r->started)
+		return vhost_user_fail(e, "%s: ring %u is running", name, index);
+	switch (m->hdr.request) {
+	case VHOST_USER_SET_VRING_NUM:
+		if (num == 0 || num > vu->vdev->queues[index].max_size)
+			return vhost_user_fail(e, "SET_VRING_NUM: ring %u size %u (1 to %u)",
+					       index, num, vu->vdev->queues[index].max_size);
+		r->num = num;
+		return 0;
+	case VHOST_USER_SET_VRING_BASE:
+		r->base = num;
+		r->base_set = true;
+		return 0;
+	default:
+		/* Logging (VHOST_VRING_F_LOG) needs LOG_ALL, never offered. */
+		if (m->payload.addr.flags)
+			return vhost_user_fail(e, "SET_VRING_ADDR: ring %u flags %#x", index,
+					       m->payload.addr.flags);
+		r->desc = m->payload.addr.desc;
+		r->avail = m->payload.addr.avail;
+		r->used = m->payload.addr.used;
+		r->addr_set = true;
+		return 0;
+	}
+}
+
+static int vu_set_vring_enable(struct vu_backend *vu, const struct vhost_user_msg *m,
+			       struct vhost_user_err *e)
+{
+	struct vu_ring *r = vu_ring_arg(vu, m, m->payload.state.index, e);
+
+	if (!r)
+		return -1;
+	if (!vu_protocol_negotiated(vu))
+		return vhost_user_fail(e, "SET_VRING_ENABLE without VHOST_USER_F_PROTOCOL_FEATURES");
+	if (m->payload.state.num > 1)
+		return vhost_user_fail(e, "SET_VRING_ENABLE: ring %u state %u",
+				       m->payload.state.index, m->payload.state.num);
+	r->enabled = m->payload.state.num;
+	return vu_ring_update(vu, m->payload.state.index, e);
+}
+
+/* The spec's answer to a config range brisk cannot serve is an empty reply. */
+static int vu_config(struct vu_backend *vu, const struct vhost_user_msg *m,
+		     struct vhost_user_err *e)
+{
+	struct virtio_device *vdev = vu->vdev;
+	struct vhost_user_config c = m->payload.config;
+	bool fits = c.offset <= VHOST_USER_MAX_CONFIG &&
+		    c.size <= VHOST_USER_MAX_CONFIG - c.offset;
+
+	if (m->hdr.request == VHOST_USER_SET_CONFIG) {
+		if (!fits || c.flags > 1)
+			return vhost_user_fail(e, "SET_CONFIG: offset %u size %u flags %#x",
+					       c.offset, c.size, c.flags);
+		pthread_mutex_lock(&vdev->lock);
+		if (vdev->ops->write_config)
+			vdev->ops->write_config(vdev, c.offset, c.data, c.size);
+		pthread_mutex_unlock(&vdev->lock);
+		return 0;
+	}
+	if (!fits)
+		return vu_reply(vu, m, &c, 0, e);
+	memset(c.data, 0, sizeof(c.data));
+	pthread_mutex_lock(&vdev->lock);
+	if (vdev->ops->read_config)
+		vdev->ops->read_config(vdev, c.offset, c.data, c.size);
+	pthread_mutex_unlock(&vdev->lock);
+	return vu_reply(vu, m, &c, VHOST_USER_CONFIG_HDR_SIZE + c.size, e);
+}
+
+static int vu_dispatch(struct vu_backend *vu, struct vhost_user_msg *m,
+		       struct vhost_user_err *e)
+{
+	struct virtio_device *vdev = vu->vdev;
+	uint64_t v = m->payload.u64;
+
+	switch (m->hdr.request) {
+	case VHOST_USER_GET_FEATURES:
+		return vu_reply_u64(vu, m, vdev->host_features |
+				    F(VHOST_USER_F_PROTOCOL_FEATURES), e);
+	case VHOST_USER_SET_FEATURES:
+		return vu_set_features(vu, m, e);
+	case VHOST_USER_GET_PROTOCOL_FEATURES:
+		return vu_reply_u64(vu, m, VU_PROTOCOL_FEATURES, e);
+	case VHOST_USER_SET_PROTOCOL_FEATURES:
+		if (v & ~VU_PROTOCOL_FEATURES)
+			return vhost_user_fail(e, "SET_PROTOCOL_FEATURES %#llx: bits %#llx "
+					       "were not offered", (unsigned long long)v,
+					       (unsigned long long)(v & ~VU_PROTOCOL_FEATURES));
+		vu->protocol_features = v;
+		return 0;
+	case VHOST_USER_GET_QUEUE_NUM:
+		return vu_reply_u64(vu, m, vdev->nr_queues, e);
+	case VHOST_USER_SET_OWNER:
+		return 0;
+	case VHOST_USER_RESET_OWNER:	/* deprecated; the spec allows a device reset */
+	case VHOST_USER_RESET_DEVICE:
+		vu_reset_device(vu);
+		return 0;
+	case VHOST_USER_SET_MEM_TABLE:
+		return vu_set_mem_table(vu, m, e);
+	case VHOST_USER_SET_VRING_NUM:
+	case VHOST_USER_SET_VRING_ADDR:
+	case VHOST_USER_SET_VRING_BASE:
+		return vu_configure_ring(vu, m, e);
+	case VHOST_USER_GET_VRING_BASE:
+		return vu_get_vring_base(vu, m, e);
+	case VHOST_USER_SET_VRING_KICK:
+		return vu_set_vring_kick(vu, m, e);
+	case VHOST_USER_SET_VRING_CALL:
+	case VHOST_USER_SET_VRING_ERR:
+		return vu_set_vring_signal(vu, m, m->hdr.request == VHOST_USER_SET_VRING_CALL, e);
+	case VHOST_USER_SET_VRING_ENABLE:
+		return vu_set_vring_enable(vu, m, e);
+	case VHOST_USER_GET_CONFIG:
+	case VHOST_USER_SET_CONFIG:
+		return vu_config(vu, m, e);
+	default:
+		return vhost_user_fail(e, "%s is not supported",
+				       vhost_user_request_name(m->hdr.request));
+	}
+}
+
+/* ---- connections ---- */
+
+static void vu_accept(void *opaque);
+static void vu_conn_ready(void *opaque);
+
+static const char *vu_name(const struct vu_backend *vu)
+{
+	return vu->path ? vu->path : "(connected socket)";
+}
+
+static void vu_listen_on(struct vu_backend *vu, bool on)
+{
+	if (!vu->t || vu->listen_fd < 0 || on == vu->listening)
+		return;
+	if (on && iothread_add_fd(vu->t, vu->listen_fd, vu_accept, vu) < 0) {
+		error_report("vhost-user %s: cannot listen again: %s", vu_name(vu),
+			     strerror(errno));
+		return;
+	}
+	if (!on)
+		iothread_del_fd(vu->t, vu->listen_fd);
+	vu->listening = on;
+}
+
+/*
+ * Ends the connection: every ring stops with its requests completed and
+ * answered, the device is reset and the shared memory unmapped.
+ */
+static void vu_disconnect(struct vu_backend *vu)
+{
+	if (vu->conn_fd < 0)
+		return;
+	if (vu->t)
+		iothread_del_fd(vu->t, vu->conn_fd);
+	vu_reset_device(vu);
+	guest_mem_unmap(vu->mem);
+	vu->protocol_features = 0;
+	close(vu->conn_fd);
+	vu->conn_fd = -1;
+	vu_listen_on(vu, true);
+}
+
+static bool vu_ack_wanted(const struct vu_backend *vu, const struct vhost_user_msg *m)
+{
+	return (m->hdr.flags & VHOST_USER_FLAG_NEED_REPLY) &&
+	       (vu->protocol_features & F(VHOST_USER_PROTOCOL_F_REPLY_ACK)) &&
+	       !vhost_user_has_reply(m->hdr.request);
+}
+
+static void vu_conn_ready(void *opaque)
+{
+	struct vu_backend *vu = opaque;
+	struct vhost_user_msg m;
+	struct vhost_user_err e;
+	int r = vhost_user_recv(vu->conn_fd, &m, VU_TIMEOUT_MS, &e);
+
+	if (r == 0) {
+		vu_disconnect(vu);
+		return;
+	}
+	if (r > 0) {
+		r = vhost_user_check_request(&m, &e);
+		if (r == 0)
+			r = vu_dispatch(vu, &m, &e);
+		if (vu_ack_wanted(vu, &m)) {
+			struct vhost_user_err e2;
+
+			/* A failure is said before the connection ends. */
+			if (vu_reply_u64(vu, &m, r < 0, &e2) < 0 && r == 0) {
+				e = e2;
+				r = -1;
+			}
+		}
+		vhost_user_close_fds(&m);
+	}
+	if (r < 0) {
+		error_report("vhost-user %s: %s; closing the connection", vu_name(vu), e.msg);
+		vu_disconnect(vu);
+	}
+}
+
+static int vu_take_conn(struct vu_backend *vu, int fd)
+{
+	vu->conn_fd = fd;
+	if (iothread_add_fd(vu->t, fd, vu_conn_ready, vu) < 0) {
+		error_report("vhost-user %s: %s", vu_name(vu), strerror(errno));
+		close(fd);
+		vu->conn_fd = -1;
+		return -1;
+	}
+	/* Later front-ends wait in the backlog until this one is done. */
+	vu_listen_on(vu, false);
+	return 0;
+}
+
+static void vu_accept(void *opaque)
+{
+	struct vu_backend *vu = opaque;
+	int fd;
+
+	if (vu->conn_fd >= 0)
+		return;
+	fd = accept4(vu->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd >= 0)
+		vu_take_conn(vu, fd);
+}
+
+int vu_backend_connect(struct vu_backend *vu, int fd)
+{
+	assert(!vu->threaded);
+	if (vu->conn_fd >= 0) {
+		close(fd);
+		return -1;
+	}
+	return vu_take_conn(vu, fd);
+}
+
+int vu_backend_poll(struct vu_backend *vu, int timeout_ms)
+{
+	assert(!vu->threaded);
+	return iothread_poll(vu->t, timeout_ms);
+}
+
+static int vu_listen(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, probe;
+
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		error_report("vhost-user %s: socket path longer than %zu bytes", path,
+			     sizeof(a.sun_path) - 1);
+		return -1;
+	}
+	strcpy(a.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		goto fail;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			error_report("vhost-user %s: exists and is not a socket", path);
+			close(fd);
+			return -1;
+		}
+		/* A socket someone still serves is theirs; a stale one goes. */
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (probe >= 0 && (connect(probe, (struct sockaddr *)&a, sizeof(a)) == 0 ||
+				   errno == EAGAIN)) {
+			error_report("vhost-user %s: another process serves this socket", path);
+			close(probe);
+			close(fd);
+			return -1;
+		}
+		if (probe >= 0)
+			close(probe);
+		unlink(path);
+	}
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0)
+		goto fail;
+	return fd;
+fail:
+	error_report("vhost-user %s: %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+struct vu_backend *vu_backend_new(struct virtio_device *vdev, struct guest_mem *mem,
+				  const char *path, bool thread)
+{
+	struct vu_backend *vu = calloc(1, sizeof(*vu));
+
+	assert(vdev->ops->start_queue && vdev->ops->stop_queue && vdev->mem == mem);
+	assert(vdev->nr_queues <= 64);	/* VHOST_USER_VRING_IDX_MASK reaches 255 */
+	if (!vu)
+		return NULL;
+	vu->vdev = vdev;
+	vu->mem = mem;
+	vu->listen_fd = vu->conn_fd = -1;
+	vu->threaded = thread;
+	vu->rings = calloc(vdev->nr_queues, sizeof(*vu->rings));
+	vu->t = iothread_new("vhost-user");
+	if (!vu->rings || !vu->t || (path && !(vu->path = strdup(path))))
+		goto fail;
+	for (unsigned i = 0; i < vdev->nr_queues; i++)
+		vu->rings[i] = (struct vu_ring){ .kick_fd = -1, .call_fd = -1, .err_fd = -1 };
+	pthread_mutex_lock(&vdev->lock);
+	vdev->transport = &vu_transport_ops;
+	vdev->transport_opaque = vu;
+	pthread_mutex_unlock(&vdev->lock);
+	if (path) {
+		vu->listen_fd = vu_listen(path);
+		if (vu->listen_fd < 0)
+			goto fail;
+		vu_listen_on(vu, true);
+		if (!vu->listening)
+			goto fail;
+	}
+	if (thread && iothread_start(vu->t) < 0) {
+		error_report("vhost-user %s: cannot start its thread: %s", vu_name(vu),
+			     strerror(errno));
+		goto fail;
+	}
+	return vu;
+fail:
+	vu_backend_free(vu);
+	return NULL;
+}
+
+void vu_backend_free(struct vu_backend *vu)
+{
+	if (!vu)
+		return;
+	/* Joins the control thread, if any: from here on the state is ours. */
+	iothread_free(vu->t);
+	vu->t = NULL;
+	vu->listening = false;
+	vu_disconnect(vu);
+	if (vu->listen_fd >= 0) {
+		close(vu->listen_fd);
+		unlink(vu->path);
+	}
+	if (vu->rings) {
+		pthread_mutex_lock(&vu->vdev->lock);
+		vu->vdev->transport = NULL;
+		vu->vdev->transport_opaque = NULL;
+		pthread_mutex_unlock(&vu->vdev->lock);
+	}
+	free(vu->rings);
+	free(vu->path);
+	free(vu);
+}
