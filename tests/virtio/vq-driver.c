@@ -18,16 +18,26 @@ static size_t page_size(void)
 	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-void drv_init(struct vq_driver *d, bool packed, unsigned int num, uint64_t ram_size)
+static void drv_setup(struct vq_driver *d, bool packed, unsigned int num,
+		      uint64_t ram_size, uint64_t gpa, bool shared)
 {
 	size_t pg = page_size();
 
 	memset(d, 0, sizeof(*d));
 	d->packed = packed;
 	d->num = num;
+	d->gpa = gpa;
+	d->memfd = -1;
 	d->ram_size = (ram_size + pg - 1) & ~(uint64_t)(pg - 1);
+	if (shared) {
+		d->memfd = memfd_create("vq-driver", MFD_CLOEXEC);
+		if (d->memfd < 0 || ftruncate(d->memfd, (off_t)(d->ram_size + 2 * pg)) < 0) {
+			perror("memfd");
+			abort();
+		}
+	}
 	d->map = mmap(NULL, d->ram_size + 2 * pg, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		      shared ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS, d->memfd, 0);
 	if (d->map == MAP_FAILED) {
 		perror("mmap");
 		abort();
@@ -35,14 +45,14 @@ void drv_init(struct vq_driver *d, bool packed, unsigned int num, uint64_t ram_s
 	memset(d->map, CANARY, pg);
 	memset(d->map + pg + d->ram_size, CANARY, pg);
 	d->ram = d->map + pg;
-	if (guest_mem_add(&d->mem, DRV_RAM_GPA, d->ram_size, d->ram) < 0)
+	if (guest_mem_add(&d->mem, gpa, d->ram_size, d->ram) < 0)
 		abort();
-	d->desc = DRV_RAM_GPA + DESC_OFF;
-	d->driver = DRV_RAM_GPA + DRIVER_OFF;
-	d->device = DRV_RAM_GPA + DEVICE_OFF;
-	d->indirect = DRV_RAM_GPA + INDIRECT_OFF;
+	d->desc = gpa + DESC_OFF;
+	d->driver = gpa + DRIVER_OFF;
+	d->device = gpa + DEVICE_OFF;
+	d->indirect = gpa + INDIRECT_OFF;
 	d->data = d->indirect + (uint64_t)num * DRV_MAX_INDIRECT * 16;
-	if (d->data >= DRV_RAM_GPA + d->ram_size)
+	if (d->data >= gpa + d->ram_size)
 		abort();
 	d->avail_wrap = d->used_wrap = true;
 	for (unsigned int i = 0; i < num; i++)
@@ -51,9 +61,22 @@ void drv_init(struct vq_driver *d, bool packed, unsigned int num, uint64_t ram_s
 	d->free_descs = num;
 }
 
+void drv_init(struct vq_driver *d, bool packed, unsigned int num, uint64_t ram_size)
+{
+	drv_setup(d, packed, num, ram_size, DRV_RAM_GPA, false);
+}
+
+void drv_init_shared(struct vq_driver *d, bool packed, unsigned int num,
+		     uint64_t ram_size, uint64_t gpa)
+{
+	drv_setup(d, packed, num, ram_size, gpa, true);
+}
+
 void drv_destroy(struct vq_driver *d)
 {
 	munmap(d->map, d->ram_size + 2 * page_size());
+	if (d->memfd >= 0)
+		close(d->memfd);
 }
 
 bool drv_canary_ok(const struct vq_driver *d)
@@ -68,7 +91,7 @@ bool drv_canary_ok(const struct vq_driver *d)
 
 void *drv_ptr(struct vq_driver *d, uint64_t gpa)
 {
-	return d->ram + (gpa - DRV_RAM_GPA);
+	return d->ram + (gpa - d->gpa);
 }
 
 int drv_setup_vq(struct vq_driver *d, struct virtqueue *vq, uint64_t features)

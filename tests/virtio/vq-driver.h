@@ -30,6 +30,8 @@ struct vq_driver {
 	uint8_t *map;		/* canary page, RAM, canary page */
 	uint8_t *ram;
 	uint64_t ram_size;
+	uint64_t gpa;		/* where RAM starts */
+	int memfd;		/* shared RAM: map is this file, RAM at one page in; or -1 */
 	bool packed;
 	unsigned int num;
 	uint64_t desc, driver, device, indirect;	/* gpa */
@@ -52,6 +54,12 @@ struct vq_driver {
 
 /* num entries; ram_size bytes of RAM.  Aborts on host allocation failure. */
 void drv_init(struct vq_driver *d, bool packed, unsigned int num, uint64_t ram_size);
+/*
+ * The same with RAM another process can map (a vhost-user back-end): a
+ * memfd holding the canaries and RAM, RAM at guest address gpa.
+ */
+void drv_init_shared(struct vq_driver *d, bool packed, unsigned int num,
+		     uint64_t ram_size, uint64_t gpa);
 void drv_destroy(struct vq_driver *d);
 /* Fills vq's transport fields and enables it; returns virtqueue_enable(). */
 int drv_setup_vq(struct vq_driver *d, struct virtqueue *vq, uint64_t features);
