@@ -287,7 +287,8 @@ static int vu_reply(struct vu_backend *vu, const struct vhost_user_msg *req,
 	struct vhost_user_msg r;
 
 	vhost_user_msg_init(&r, req->hdr.request, VHOST_USER_FLAG_REPLY, size);
-	memcpy(&r.payload, payload, size);
+	if (size)
+		memcpy(&r.payload, payload, size);
 	return vhost_user_send(vu->conn_fd, &r, NULL, 0, VU_TIMEOUT_MS, e);
 }
 

@@ -47,7 +47,8 @@ int vuf_request(struct vuf *f, uint32_t req, const void *payload, uint32_t size,
 		return vhost_user_fail(&f->err, "payload too large");
 	vhost_user_msg_init(&m, req, f->ack && !has_reply ? VHOST_USER_FLAG_NEED_REPLY : 0,
 			    size);
-	memcpy(&m.payload, payload, size);
+	if (size)
+		memcpy(&m.payload, payload, size);
 	if (vhost_user_send(f->sock, &m, fds, nfds, VUF_TIMEOUT_MS, &f->err) < 0)
 		return -1;
 	if (!has_reply && !f->ack)
