@@ -74,6 +74,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				       !(d->queue_size & (d->queue_size - 1)));
 				assert(d->num_queues <= VBLK_MAX_QUEUES);
 				assert(strlen(d->serial) <= VBLK_SERIAL_LEN);
+				/* An export has its socket and id; a guest's device neither. */
+				assert(!d->socket_path == !d->export_id);
+				assert(!d->socket_path || (d->iothreads >= 1 &&
+							   d->iothreads <= d->num_queues));
 			}
 			for (unsigned i = 0; i < c->nr_drives; i++)
 				assert(c->drives[i].used);

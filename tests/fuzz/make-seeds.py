@@ -182,6 +182,48 @@ def blk_seeds():
               bytes([packed | 8 | 32, 3]) + ram)
 
 
+def vu_seeds():
+    """A QEMU-like vhost-user session on one ring with a request in it."""
+    num, uva = 16, 0x7f0000000000
+    hdr_at, data_at, st_at = 0x800, 0x1000, 0xf00
+
+    def msg(req, payload=b'', flags=1, spec=0):
+        m = struct.pack('<III', req, flags, len(payload)) + payload
+        return bytes([spec]) + struct.pack('<H', len(m)) + m
+
+    def state(i, n):
+        return struct.pack('<II', i, n)
+
+    for name, packed, rtype, ack in (('read-split', 0, 0, 0), ('read-packed', 1, 0, 0),
+                                     ('write-split-ack', 0, 1, 8),
+                                     ('write-packed-ack', 1, 1, 8)):
+        chain = [(hdr_at, 16, 0), (data_at, 512, 0 if rtype else WRITE), (st_at, 1, WRITE)]
+        if packed:
+            ram, drv, dev = packed_ring(num, [chain])
+        else:
+            ram, drv, dev = split_ring(num, [chain])
+        put(ram, hdr_at, struct.pack('<IIQ', rtype, 0, 1))
+        ram.extend(b'\0' * (data_at + 0x200 - len(ram)))
+        feats = 1 << 32 | 1 << 30 | 1 << 29 | 1 << 28 | 1 << 9 | packed << 34
+        base = 0x80008000 if packed else 0
+        f = 1 | ack
+        stream = b''.join([
+            msg(1), msg(15), msg(16, struct.pack('<Q', 0x2209)), msg(17), msg(3, flags=f),
+            msg(24, struct.pack('<III', 0, 57, 0) + b'\0' * 57),
+            msg(2, struct.pack('<Q', feats), f),
+            msg(5, struct.pack('<II', 1, 0) + struct.pack('<QQQQ', 0, 0x10000, uva, 0),
+                f, spec=1),
+            msg(8, state(0, num), f), msg(10, state(0, base), f),
+            msg(9, struct.pack('<IIQQQQ', 0, 0, uva, uva + dev, uva + drv, 0), f),
+            msg(13, struct.pack('<Q', 0), f, spec=1 | 1 << 2),
+            msg(14, struct.pack('<Q', 0), f, spec=1 | 1 << 2),
+            msg(12, struct.pack('<Q', 0), f, spec=1 | 1 << 2),
+            msg(18, state(0, 1), f), msg(11, state(0, 0)), msg(34, flags=f),
+        ])
+        write('fuzz-vhost-user', name,
+              bytes([2]) + struct.pack('<H', len(ram)) + ram + stream)
+
+
 def pci_seeds():
     def cfg_addr(reg, slot=1):
         return bytes([0]) + struct.pack('<I', 0x80000000 | slot << 11 | reg)
@@ -279,6 +321,11 @@ def cli_seeds():
     write('fuzz-cli', 'driver-form', argv('-kernel', 'bz', '-drive', 'file=x,if=none,id=a',
                                           '-device', 'driver=virtio-blk-pci,drive=a'))
     write('fuzz-cli', 'help', argv('--help'))
+    write('fuzz-cli', 'export', argv(
+        '-drive', 'file=d.img,if=none,id=d0,cache=none', '-drive', 'file=e.img,if=none,id=d1',
+        '-export', 'vhost-user-blk,id=e0,drive=d0,addr.path=/run/d0.sock,num-queues=2,'
+        'writable=on,queue-size=128,poll-us=50,iothreads=2,serial=x',
+        '-export', 'type=vhost-user-blk,id=e1,node-name=d1,addr.type=unix,addr.path=s'))
 
 
 def dtb_seeds():
@@ -298,6 +345,7 @@ def dtb_seeds():
 def main():
     vq_seeds()
     blk_seeds()
+    vu_seeds()
     pci_seeds()
     bz_seeds()
     cli_seeds()

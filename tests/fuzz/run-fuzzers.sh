@@ -27,7 +27,7 @@ seconds=${BRISK_FUZZ_SECONDS:-$seconds}
 case $seconds in ''|*[!0-9]*) echo "run-fuzzers.sh: bad seconds '$seconds'" >&2; exit 2 ;; esac
 [ ${#targets[@]} -gt 0 ] ||
 	targets=(fuzz-split-pop fuzz-packed-pop fuzz-virtio-blk fuzz-virtio-pci
-		 fuzz-bzimage fuzz-cli fuzz-arm-image fuzz-arm-dtb)
+		 fuzz-vhost-user fuzz-bzimage fuzz-cli fuzz-arm-image fuzz-arm-dtb)
 
 build=build-fuzz
 if ! command -v clang >/dev/null; then
