@@ -38,6 +38,8 @@ usage: tests/bench/vhost-blk-vs-qsd.sh [options]
   --poll              the front-end polls the used rings instead of
                       sleeping on the call eventfd
   --brisk-opts OPTS   appended to brisk's -export (e.g. poll-us=0)
+  --compare PATH      add brisk-cmp: another brisk binary (e.g. an older
+                      build), to see what a change did
   --cpus F,B          the front-end's CPU and the back-end's (default 0,1)
   --disk-mib N        size of the file (default 1024)
   --out DIR           raw.csv, summary.txt, medians.dat, chart
@@ -53,7 +55,7 @@ say() { [ -n "$csv" ] || echo "vhost-blk-vs-qsd: $*" >&2; }
 
 rounds=5 seconds=5 warmup=1 rings=split,packed queues=1 depths=1,64
 caches=writeback,none backends=brisk,qsd,io_uring-limit variants= aa= poll=
-brisk_opts= cpus=0,1 disk_mib=1024 out=$top/build-bench/vhost-blk csv= quick=
+brisk_opts= cmp= cpus=0,1 disk_mib=1024 out=$top/build-bench/vhost-blk csv= quick=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=${2:?}; shift ;;
@@ -68,6 +70,7 @@ while [ $# -gt 0 ]; do
 	--aa) aa=1 ;;
 	--poll) poll=--poll ;;
 	--brisk-opts) brisk_opts=,${2:?}; shift ;;
+	--compare) cmp=$(readlink -f "${2:?}"); shift ;;
 	--cpus) cpus=${2:?}; shift ;;
 	--disk-mib) disk_mib=${2:?}; shift ;;
 	--out) out=${2:?}; shift ;;
@@ -80,6 +83,7 @@ done
 [ -n "$quick" ] && { rounds=1 seconds=1 warmup=0.5 depths=64; }
 [ -n "$variants" ] && backends=$backends,brisk-off,brisk-zero
 [ -n "$aa" ] && backends=$backends,brisk-aa,qsd-aa
+[ -n "$cmp" ] && backends=$backends,brisk-cmp
 fcpu=${cpus%,*} bcpu=${cpus#*,}
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: the front-end and the back-end each take one"
 
@@ -104,7 +108,7 @@ build() { # build NAME MESON-OPTIONS...: prints the build directory
 say "building (release)"
 main_build=$(build zeroattr -Dauto_var_init=zero -Duninit_attr=true) || exit 1
 bench=$main_build/tests/bench/vhost-blk-bench
-declare -A bin=([brisk]=$main_build/brisk [brisk-aa]=$main_build/brisk)
+declare -A bin=([brisk]=$main_build/brisk [brisk-aa]=$main_build/brisk [brisk-cmp]=$cmp)
 case ,$backends, in *,brisk-off,*)
 	bin[brisk-off]=$(build off -Dauto_var_init=off)/brisk || exit 1 ;;
 esac
@@ -281,7 +285,7 @@ for (b, ring, q, d, c) in sorted(points):
     li = get('io_uring-limit', '-', q, d, c, 'iops')
     if li:
         parts.append('%.0f%% of the io_uring limit' % (100 * bi / li))
-    for v in ('brisk-off', 'brisk-zero', 'brisk-aa'):
+    for v in ('brisk-off', 'brisk-zero', 'brisk-aa', 'brisk-cmp'):
         vi = get(v, ring, q, d, c, 'iops')
         if vi:
             parts.append('%s %+.1f%%' % (v, 100 * (vi / bi - 1)))

@@ -74,7 +74,7 @@ int vuf_request(struct vuf *f, uint32_t req, const void *payload, uint32_t size,
 
 int vuf_get_u64(struct vuf *f, uint32_t req, uint64_t *v)
 {
-	struct vhost_user_msg r;
+	struct vhost_user_msg r = { 0 };	/* gcc -O3 cannot see it is filled */
 
 	if (vuf_request(f, req, NULL, 0, NULL, 0, &r) < 0)
 		return -1;
