@@ -93,12 +93,13 @@ static inline int vq_gather_add(struct virtqueue *vq, struct vq_gather *g,
 	return 0;
 }
 
-/* Allocates the element with exactly the gathered entries. */
-struct vq_elem *vq_elem_build(size_t size, const struct vq_gather *g);
+/* The element for the gathered entries: from c, or of exactly their size. */
+struct vq_elem *vq_elem_build(struct vq_elem_cache *c, const struct vq_gather *g);
 
 int virtqueue_split_enable(struct virtqueue *vq);
 int virtqueue_split_set_base(struct virtqueue *vq, uint32_t base);
-int virtqueue_split_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem);
+int virtqueue_split_pop(struct virtqueue *vq, struct vq_elem_cache *c,
+			struct vq_elem **elem);
 void virtqueue_split_fill(struct virtqueue *vq, const struct vq_elem *elem,
 			  uint32_t len, unsigned int idx);
 void virtqueue_split_flush(struct virtqueue *vq, unsigned int count);
@@ -108,7 +109,8 @@ bool virtqueue_split_has_work(struct virtqueue *vq);
 
 int virtqueue_packed_enable(struct virtqueue *vq);
 int virtqueue_packed_set_base(struct virtqueue *vq, uint32_t base);
-int virtqueue_packed_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem);
+int virtqueue_packed_pop(struct virtqueue *vq, struct vq_elem_cache *c,
+			 struct vq_elem **elem);
 void virtqueue_packed_fill(struct virtqueue *vq, const struct vq_elem *elem,
 			   uint32_t len, unsigned int idx);
 void virtqueue_packed_flush(struct virtqueue *vq, unsigned int count);

@@ -107,7 +107,8 @@ static int packed_gather_indirect(struct virtqueue *vq, struct vq_gather *g,
 	return 0;
 }
 
-int virtqueue_packed_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem)
+int virtqueue_packed_pop(struct virtqueue *vq, struct vq_elem_cache *c,
+			 struct vq_elem **elem)
 {
 	/*
 	 * Fully written before they are read; zeroing 24 KiB per request
@@ -153,7 +154,7 @@ int virtqueue_packed_pop(struct virtqueue *vq, size_t size, struct vq_elem **ele
 	vq->last_avail = slot;
 	vq->last_avail_wrap = wrap;
 	vq->inflight++;
-	e = vq_elem_build(size, &g);
+	e = vq_elem_build(c, &g);
 	e->index = le16toh(d.id);
 	e->ndescs = n;
 	*elem = e;

@@ -132,7 +132,8 @@ static bool split_read_avail_idx(struct virtqueue *vq)
 	return true;
 }
 
-int virtqueue_split_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem)
+int virtqueue_split_pop(struct virtqueue *vq, struct vq_elem_cache *c,
+			struct vq_elem **elem)
 {
 	/*
 	 * Fully written before they are read; zeroing 24 KiB per request
@@ -172,7 +173,7 @@ int virtqueue_split_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem
 		return -1;
 	vq->last_avail_idx = last + 1;
 	vq->inflight++;
-	e = vq_elem_build(size, &g);
+	e = vq_elem_build(c, &g);
 	e->index = head;
 	e->ndescs = 1;
 	*elem = e;

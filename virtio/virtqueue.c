@@ -66,25 +66,73 @@ int virtqueue_set_base(struct virtqueue *vq, uint32_t base)
 			  : virtqueue_split_set_base(vq, base);
 }
 
-struct vq_elem *vq_elem_build(size_t size, const struct vq_gather *g)
+/* The arrays follow the caller's struct, aligned for iovec. */
+static size_t vq_elem_head(size_t size)
+{
+	return (size + _Alignof(struct iovec) - 1) & ~(_Alignof(struct iovec) - 1);
+}
+
+static size_t vq_elem_bytes(size_t size, unsigned int n)
+{
+	return vq_elem_head(size) + n * (sizeof(struct iovec) + sizeof(uint64_t));
+}
+
+void vq_elem_cache_init(struct vq_elem_cache *c, size_t size, unsigned int max)
+{
+	assert(size >= sizeof(struct vq_elem));
+	*c = (struct vq_elem_cache){ .size = size, .max = max };
+}
+
+void vq_elem_cache_destroy(struct vq_elem_cache *c)
+{
+	while (c->free) {
+		void *e = c->free;
+
+		memcpy(&c->free, e, sizeof(void *));
+		free(e);
+	}
+	c->count = 0;
+}
+
+void vq_elem_put(struct vq_elem_cache *c, struct vq_elem *e)
+{
+	if (!e)
+		return;
+	if (!e->cached || c->count >= c->max) {
+		free(e);
+		return;
+	}
+	memcpy(e, &c->free, sizeof(void *));
+	c->free = e;
+	c->count++;
+}
+
+struct vq_elem *vq_elem_build(struct vq_elem_cache *c, const struct vq_gather *g)
 {
 	unsigned int n = g->out + g->in;
-	/* The arrays follow the caller's struct, aligned for iovec. */
-	size_t head = (size + _Alignof(struct iovec) - 1) & ~(_Alignof(struct iovec) - 1);
+	bool cached = c->max && n <= VQ_ELEM_CACHE_SEGS;
+	unsigned int cap = cached ? VQ_ELEM_CACHE_SEGS : n;
 	struct vq_elem *e;
 	struct iovec *iov;
 	uint64_t *addr;
 
-	assert(size >= sizeof(*e));
-	e = malloc(head + n * (sizeof(*iov) + sizeof(*addr)));
+	assert(c->size >= sizeof(*e));
+	if (cached && c->free) {
+		e = c->free;
+		memcpy(&c->free, e, sizeof(void *));
+		c->count--;
+	} else {
+		e = malloc(vq_elem_bytes(c->size, cap));
+	}
 	if (!e) {
 		/* At most 24 KiB beyond the device's struct: the host is done for. */
 		error_report("out of memory popping a virtqueue element");
 		abort();
 	}
-	memset(e, 0, size);
-	iov = (struct iovec *)((char *)e + head);
-	addr = (uint64_t *)(iov + n);
+	memset(e, 0, c->size);
+	e->cached = cached;
+	iov = (struct iovec *)((char *)e + vq_elem_head(c->size));
+	addr = (uint64_t *)(iov + cap);
 	memcpy(iov, g->iov, n * sizeof(*iov));
 	memcpy(addr, g->addr, n * sizeof(*addr));
 	e->out_num = g->out;
@@ -96,10 +144,11 @@ struct vq_elem *vq_elem_build(size_t size, const struct vq_gather *g)
 	return e;
 }
 
-static int virtqueue_pop_ring(struct virtqueue *vq, size_t size, struct vq_elem **elem)
+static int virtqueue_pop_ring(struct virtqueue *vq, struct vq_elem_cache *c,
+			      struct vq_elem **elem)
 {
-	return vq->packed ? virtqueue_packed_pop(vq, size, elem)
-			  : virtqueue_split_pop(vq, size, elem);
+	return vq->packed ? virtqueue_packed_pop(vq, c, elem)
+			  : virtqueue_split_pop(vq, c, elem);
 }
 
 /*
@@ -108,18 +157,19 @@ static int virtqueue_pop_ring(struct virtqueue *vq, size_t size, struct vq_elem 
  * still in use.  An empty ring is popped as ever (notification included).
  */
 static __attribute__((cold, noinline)) int
-virtqueue_pop_full(struct virtqueue *vq, size_t size, struct vq_elem **elem)
+virtqueue_pop_full(struct virtqueue *vq, struct vq_elem_cache *c, struct vq_elem **elem)
 {
-	int ret = virtqueue_pop_ring(vq, size, elem);
+	int ret = virtqueue_pop_ring(vq, c, elem);
 
 	if (ret != 1)
 		return ret;
-	free(*elem);
+	vq_elem_put(c, *elem);
 	*elem = NULL;
 	return vq_fail(vq, "more buffers in use than the queue size");
 }
 
-int virtqueue_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem)
+int virtqueue_pop_cached(struct virtqueue *vq, struct vq_elem_cache *c,
+			 struct vq_elem **elem)
 {
 	if (unlikely(vq->broken))
 		return -1;
@@ -127,8 +177,16 @@ int virtqueue_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem)
 		return 0;
 	/* Checked before, out of line: the pops' own code stays as it was. */
 	if (unlikely(vq->inflight >= vq->num))
-		return virtqueue_pop_full(vq, size, elem);
-	return virtqueue_pop_ring(vq, size, elem);
+		return virtqueue_pop_full(vq, c, elem);
+	return virtqueue_pop_ring(vq, c, elem);
+}
+
+int virtqueue_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem)
+{
+	/* Keeps nothing: every element is its own malloc(), for free(). */
+	struct vq_elem_cache c = { .size = size };
+
+	return virtqueue_pop_cached(vq, &c, elem);
 }
 
 void virtqueue_fill(struct virtqueue *vq, const struct vq_elem *elem,

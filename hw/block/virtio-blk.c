@@ -151,6 +151,8 @@ struct vblk_queue {
 	bool stopping;		/* stop_queue waits on drained */
 	unsigned outstanding;	/* popped, neither pushed nor dropped yet */
 	pthread_cond_t drained;
+	/* Request structs for reuse: no malloc() per request. */
+	struct vq_elem_cache cache;
 	uint32_t gen;		/* bumped by reset: older requests are not published */
 	bool irq_held;		/* used entries published, interrupt not sent */
 	uint64_t last_irq_ns;	/* CLOCK_MONOTONIC of the last interrupt sent */
@@ -486,7 +488,7 @@ static void vblk_publish_locked(struct vblk_queue *q, struct vblk_req *list)
 			*r->status_ptr = r->status;
 			virtqueue_fill(vq, &r->elem, r->used_len, n++);
 		}
-		free(r);
+		vq_elem_put(&q->cache, &r->elem);
 		vblk_settled_locked(q, 1);
 	}
 	if (n) {
@@ -532,7 +534,7 @@ static void vblk_complete(struct blk_req *br, int64_t res)
 	bool rw = br->op == BLK_OP_READ || br->op == BLK_OP_WRITE;
 
 	if (__atomic_load_n(&q->closing, __ATOMIC_ACQUIRE)) {
-		free(r);
+		vq_elem_put(&q->cache, &r->elem);
 		return;
 	}
 	__atomic_sub_fetch(&q->in_backend, 1, __ATOMIC_RELEASE);
@@ -594,7 +596,7 @@ static bool vblk_kick_round(struct vblk_queue *q)
 	for (n = 0; n < vq->num; n++) {
 		struct vq_elem *e;
 		const char *why = NULL;
-		int ret = virtqueue_pop(vq, sizeof(struct vblk_req), &e);
+		int ret = virtqueue_pop_cached(vq, &q->cache, &e);
 
 		if (ret == 0)
 			break;
@@ -606,14 +608,14 @@ static bool vblk_kick_round(struct vblk_queue *q)
 		struct vblk_req *r = (struct vblk_req *)e;
 
 		q->outstanding++;
-		memset(&r->br, 0, sizeof(*r) - offsetof(struct vblk_req, br));
+		/* Zeroed by the pop beyond the element. */
 		r->q = q;
 		r->gen = q->gen;
 		r->used_len = 1;
 		r->br.cb = vblk_complete;
 		ret = vblk_parse(q, r, &why);
 		if (ret < 0) {
-			free(r);
+			vq_elem_put(&q->cache, &r->elem);
 			vblk_settled_locked(q, 1);
 			virtio_error(vdev, "virtio-blk: queue %u: %s", q->idx, why);
 			break;
@@ -1018,7 +1020,7 @@ static void vblk_queue_destroy(struct vblk_queue *q)
 		struct vblk_req *r = q->done;
 
 		q->done = r->next;
-		free(r);
+		vq_elem_put(&q->cache, &r->elem);
 	}
 	if (q->done_fd >= 0)
 		close(q->done_fd);
@@ -1042,6 +1044,7 @@ void vblk_destroy(struct vblk *s)
 	for (unsigned i = 0; s->q && i < s->nq; i++) {
 		vblk_queue_destroy(&s->q[i]);
 		pthread_cond_destroy(&s->q[i].drained);
+		vq_elem_cache_destroy(&s->q[i].cache);
 	}
 	for (unsigned j = 0; s->t && j < s->nt; j++)
 		if (s->t[j])
@@ -1109,6 +1112,7 @@ static struct vblk *vblk_new(const struct guest_mem *mem, unsigned ncpus,
 		s->q[i].irq_timer_fd = -1;
 		s->q[i].kick_fd = -1;
 		pthread_cond_init(&s->q[i].drained, NULL);
+		vq_elem_cache_init(&s->q[i].cache, sizeof(struct vblk_req), cfg->queue_size);
 	}
 	if (vblk_threads_init(s, cfg) < 0)
 		goto fail;

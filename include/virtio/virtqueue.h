@@ -15,14 +15,17 @@
 /*
  * One popped chain.  Device-readable buffers come first in the chain and
  * land in out_*, device-writable ones in in_* (the guest's point of view).
- * Pop allocates the element with only the entries it used; the device frees
- * it with free() once pushed or dropped.
+ * virtqueue_pop() allocates the element with only the entries it used and
+ * the device frees it with free() once pushed or dropped;
+ * virtqueue_pop_cached() takes it from a cache, and vq_elem_put() gives it
+ * back.
  */
 struct vq_elem {
 	uint16_t index;		/* head (split) or buffer id (packed) */
 	uint16_t ndescs;	/* ring slots the chain used (packed) */
 	unsigned int out_num;
 	unsigned int in_num;
+	bool cached;		/* sized for a vq_elem_cache */
 	uint64_t *out_addr;
 	uint64_t *in_addr;
 	struct iovec *out_sg;
@@ -127,6 +130,29 @@ int virtqueue_set_base(struct virtqueue *vq, uint32_t base);
  * only means "nothing now".
  */
 int virtqueue_pop(struct virtqueue *vq, size_t size, struct vq_elem **elem);
+
+/*
+ * Elements kept for reuse, one cache per queue: a device that pops and
+ * releases under one lock (or on one thread) then pays no malloc() and
+ * free() per request.  Chains of up to VQ_ELEM_CACHE_SEGS buffers get an
+ * element sized for that many, which goes back to the cache when
+ * released (up to max kept); longer chains get one of their own size.
+ */
+#define VQ_ELEM_CACHE_SEGS 16
+struct vq_elem_cache {
+	size_t size;		/* the device's struct, the element first */
+	unsigned int max;	/* elements kept at most; 0 keeps none */
+	unsigned int count;
+	void *free;		/* kept elements, linked through their first bytes */
+};
+
+void vq_elem_cache_init(struct vq_elem_cache *c, size_t size, unsigned int max);
+/* Frees the kept elements; those still out are the device's to release. */
+void vq_elem_cache_destroy(struct vq_elem_cache *c);
+/* virtqueue_pop() with its element from c; give it back with vq_elem_put(). */
+int virtqueue_pop_cached(struct virtqueue *vq, struct vq_elem_cache *c,
+			 struct vq_elem **elem);
+void vq_elem_put(struct vq_elem_cache *c, struct vq_elem *e);
 
 /* Stage elem as used with len bytes written, idx-th of a batch. */
 void virtqueue_fill(struct virtqueue *vq, const struct vq_elem *elem,

@@ -229,6 +229,66 @@ static void test_base(bool packed)
 	drv_destroy(&d);
 }
 
+/*
+ * The element cache: what a device gives back is what its next pop gets
+ * (no allocation), chains longer than the cached size get their own
+ * element, and at most max elements are kept.
+ */
+static void test_elem_cache(bool packed)
+{
+	struct vq_driver d;
+	struct virtqueue vq;
+	struct vq_elem_cache c;
+	struct drv_seg s[3], many[20];
+	struct vq_elem *e = NULL, *first, *e2 = NULL;
+	uint16_t id;
+	uint32_t len;
+	size_t size = sizeof(struct vq_elem) + 40;
+
+	drv_init(&d, packed, 32, RAM_SIZE);
+	CHECK(drv_setup_vq(&d, &vq, feats(packed, 0)) == 0);
+	vq_elem_cache_init(&c, size, 2);
+	CHECK(drv_add(&d, s, blk_segs(&d, s, 0), false) >= 0);
+	CHECK(virtqueue_pop_cached(&vq, &c, &e) == 1 && e->cached);
+	CHECK(elem_matches(&d, e, s, 3));
+	memset((char *)e + sizeof(*e), 0x5a, 40);
+	first = e;
+	virtqueue_push(&vq, e, 1);
+	vq_elem_put(&c, e);
+	CHECK(c.count == 1 && drv_reap(&d, &id, &len) == 1);
+	/* The same memory again, the device's part zeroed as the pop promises. */
+	CHECK(drv_add(&d, s, blk_segs(&d, s, 1), true) >= 0);
+	CHECK(virtqueue_pop_cached(&vq, &c, &e) == 1 && e == first && c.count == 0);
+	CHECK(elem_matches(&d, e, s, 3));
+	bool zero = true;
+
+	for (size_t i = sizeof(*e); i < size; i++)
+		zero &= ((uint8_t *)e)[i] == 0;
+	CHECK(zero);
+	/* 20 buffers: more than a cached element holds. */
+	for (unsigned i = 0; i < 20; i++)
+		many[i] = (struct drv_seg){ d.data + 0x10000 + i * 64, 64, i >= 10 };
+	CHECK(drv_add(&d, many, 20, true) >= 0);
+	CHECK(virtqueue_pop_cached(&vq, &c, &e2) == 1 && !e2->cached);
+	CHECK(elem_matches(&d, e2, many, 20));
+	vq_elem_put(&c, e2);		/* freed, not kept (ASan sees a leak otherwise) */
+	CHECK(c.count == 0);
+	/* Never more than max kept. */
+	struct vq_elem *x[3];
+
+	vq_elem_put(&c, e);
+	for (unsigned i = 0; i < 3; i++) {
+		CHECK(drv_add(&d, s, blk_segs(&d, s, i), false) >= 0);
+		CHECK(virtqueue_pop_cached(&vq, &c, &x[i]) == 1);
+	}
+	for (unsigned i = 0; i < 3; i++)
+		vq_elem_put(&c, x[i]);
+	CHECK(c.count == 2);
+	vq_elem_cache_destroy(&c);
+	CHECK(c.count == 0 && c.free == NULL);
+	drv_destroy(&d);
+}
+
 static void test_batch(bool packed)
 {
 	struct vq_driver d;
@@ -1167,6 +1227,7 @@ int main(void)
 		test_wrap(p, true);
 		test_batch(p);
 		test_base(p);
+		test_elem_cache(p);
 		test_zero_len(p);
 		test_inuse_bound(p);
 	}
