@@ -24,6 +24,10 @@ struct blk_queue {
 	struct iothread *t;
 	enum blk_aio aio;
 	bool closing;		/* blk_queue_free() has begun */
+	/* blk_queue_set_batch_done(); also run for aux's completions. */
+	void (*batch_done)(void *opaque);
+	void *batch_opaque;
+	struct blk_queue *owner;	/* aux: the queue it works for */
 	/*
 	 * Worker threads on the same I/O thread for what io_uring cannot
 	 * do without blocking (BLKDISCARD), made at first need.
@@ -95,6 +99,8 @@ int blk_discard_blkdev(struct blk_file *f, const struct blk_req *req);
 
 /* Final step of every request, on the thread that owns the queue. */
 void blk_req_finish(struct blk_queue *q, struct blk_req *req, int64_t res);
+/* After a backend has run a batch of completions (n of them). */
+void blk_queue_batch_end(struct blk_queue *q, unsigned n);
 
 /*
  * Test seam: an io_uring queue hands its submission queue to fn instead

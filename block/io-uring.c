@@ -331,6 +331,7 @@ static void uring_complete(struct blk_uring *u, uint64_t data, int res)
 static void uring_reap(struct blk_uring *u)
 {
 	struct io_uring_cqe *cqe;
+	unsigned n = 0;
 
 	while (io_uring_peek_cqe(&u->ring, &cqe) == 0) {
 		uint64_t data = io_uring_cqe_get_data64(cqe);
@@ -339,8 +340,10 @@ static void uring_reap(struct blk_uring *u)
 		io_uring_cqe_seen(&u->ring, cqe);
 		uring_complete(u, data, res);
 		uring_fill_from_overflow(u);
+		n++;
 	}
 	uring_flush_sq(u);
+	blk_queue_batch_end(&u->q, n);
 }
 
 static void uring_handler(void *opaque)

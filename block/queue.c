@@ -61,6 +61,8 @@ void blk_queue_go(struct blk_queue *q, struct blk_req *req)
 	    !__atomic_load_n(&f->no_discard, __ATOMIC_RELAXED)) {
 		if (!q->aux)
 			q->aux = blk_threads_new(f, q->t);
+		if (q->aux)
+			q->aux->owner = q;
 		if (q->aux) {
 			q->aux->ops->add(q->aux, req);
 			return;
@@ -93,7 +95,8 @@ void blk_queue_free(struct blk_queue *q)
 {
 	if (!q)
 		return;
-	q->closing = true;
+	/* Read by a completion handler still running on the I/O thread. */
+	__atomic_store_n(&q->closing, true, __ATOMIC_RELEASE);
 	blk_align_queue_fini(q);
 	blk_queue_free(q->aux);
 	q->ops->free(q);
@@ -214,6 +217,21 @@ void blk_zero_unsupported(struct blk_file *f, enum blk_zero_how how)
 		__atomic_store_n(&f->no_zero_range, true, __ATOMIC_RELAXED);
 	else if (how == BLK_ZERO_BLKDISCARD)
 		__atomic_store_n(&f->no_discard, true, __ATOMIC_RELAXED);
+}
+
+void blk_queue_set_batch_done(struct blk_queue *q, void (*fn)(void *opaque),
+			      void *opaque)
+{
+	q->batch_done = fn;
+	q->batch_opaque = opaque;
+}
+
+void blk_queue_batch_end(struct blk_queue *q, unsigned n)
+{
+	if (q->owner)
+		q = q->owner;
+	if (n && q->batch_done && !__atomic_load_n(&q->closing, __ATOMIC_ACQUIRE))
+		q->batch_done(q->batch_opaque);
 }
 
 void blk_req_finish(struct blk_queue *q, struct blk_req *req, int64_t res)

@@ -227,6 +227,7 @@ static void threads_handler(void *opaque)
 	th->done.head = th->done.tail = NULL;
 	pthread_mutex_unlock(&th->lock);
 	threads_run_done(th, list);
+	blk_queue_batch_end(&th->q, list != NULL);
 }
 
 static void threads_add(struct blk_queue *q, struct blk_req *req)

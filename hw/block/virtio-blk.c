@@ -139,7 +139,6 @@ struct vblk_queue {
 	unsigned idx;
 	struct iothread *t;
 	struct blk_queue *bq;
-	int done_fd;		/* completions wait for publishing */
 	int irq_timer_fd;	/* ends a held interrupt's wait */
 	uint64_t coalesce_ns;
 	uint64_t interval_ns;
@@ -168,7 +167,6 @@ struct vblk_queue {
 	struct vblk_req *done;	/* completed, not yet in the used ring */
 	bool in_kick;
 	bool polling;		/* under s->vdev.lock: the I/O thread spins */
-	bool done_signalled;
 	bool closing;		/* atomic: destroy has begun */
 };
 
@@ -503,7 +501,6 @@ static void vblk_publish(struct vblk_queue *q)
 	struct vblk_req *list = q->done;
 
 	q->done = NULL;
-	q->done_signalled = false;
 	if (!list)
 		return;
 	pthread_mutex_lock(&q->s->vdev.lock);
@@ -511,22 +508,20 @@ static void vblk_publish(struct vblk_queue *q)
 	pthread_mutex_unlock(&q->s->vdev.lock);
 }
 
-static void vblk_done_handler(void *opaque)
+/*
+ * The backend has run every completion it had ready: they leave together,
+ * one used-ring flush and one interrupt, unless a kick handler is running
+ * (it publishes when it ends, with what it answered itself).
+ */
+static void vblk_batch_done(void *opaque)
 {
 	struct vblk_queue *q = opaque;
-	uint64_t cnt;
 
-	if (read(q->done_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
-		return;
-	vblk_publish(q);
+	if (!q->in_kick && !__atomic_load_n(&q->closing, __ATOMIC_ACQUIRE))
+		vblk_publish(q);
 }
 
-/*
- * Backend completion, on the queue's I/O thread.  Completions are gathered
- * and published together: right away when nothing else is in flight
- * (no later completion can join the batch), otherwise once the backend
- * has run every completion it has ready.
- */
+/* Backend completion, on the queue's I/O thread: gathered for the batch's end. */
 static void vblk_complete(struct blk_req *br, int64_t res)
 {
 	struct vblk_req *r = container_of(br, struct vblk_req, br);
@@ -544,17 +539,6 @@ static void vblk_complete(struct blk_req *br, int64_t res)
 		r->used_len = 1;
 	r->next = q->done;
 	q->done = r;
-	if (q->in_kick)
-		return;		/* the kick handler publishes when it ends */
-	if (!vblk_in_backend(q)) {
-		vblk_publish(q);
-	} else if (!q->done_signalled) {
-		uint64_t one = 1;
-
-		q->done_signalled = true;
-		if (write(q->done_fd, &one, sizeof(one)) < 0)
-			vblk_publish(q);
-	}
 }
 
 /*
@@ -956,16 +940,14 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 	q->bq = blk_queue_new(s->file, q->t, aio);
 	if (!q->bq)
 		return -1;
-	q->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	blk_queue_set_batch_done(q->bq, vblk_batch_done, q);
 	q->coalesce_ns = (uint64_t)cfg->irq_coalesce_us * 1000;
 	q->interval_ns = (uint64_t)cfg->irq_interval_us * 1000;
 	if (timer)
 		q->irq_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (q->done_fd < 0 ||
-	    (timer && (q->irq_timer_fd < 0 ||
+	if ((timer && (q->irq_timer_fd < 0 ||
 			     iothread_add_fd(q->t, q->irq_timer_fd, vblk_irq_timer_handler, q) < 0)) ||
 	    iothread_add_fd(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
-	    iothread_add_fd(q->t, q->done_fd, vblk_done_handler, q) < 0 ||
 	    (poll && iothread_add_poller(q->t, &poller) < 0)) {
 		error_report("virtio-blk %s: cannot set up queue %u: %s",
 			     s->file->path, i, strerror(errno));
@@ -1008,8 +990,6 @@ static void vblk_queue_destroy(struct vblk_queue *q)
 		iothread_del_fd(q->t, q->kick_fd);
 	if (q->s->vdev_ready)
 		iothread_del_fd(q->t, q->s->vdev.queues[q->idx].kick_fd);
-	if (q->done_fd >= 0)
-		iothread_del_fd(q->t, q->done_fd);
 	if (q->irq_timer_fd >= 0)
 		iothread_del_fd(q->t, q->irq_timer_fd);
 	__atomic_store_n(&q->closing, true, __ATOMIC_RELEASE);
@@ -1022,8 +1002,6 @@ static void vblk_queue_destroy(struct vblk_queue *q)
 		q->done = r->next;
 		vq_elem_put(&q->cache, &r->elem);
 	}
-	if (q->done_fd >= 0)
-		close(q->done_fd);
 	if (q->irq_timer_fd >= 0)
 		close(q->irq_timer_fd);
 }
@@ -1108,7 +1086,6 @@ static struct vblk *vblk_new(const struct guest_mem *mem, unsigned ncpus,
 		goto fail;
 	for (unsigned i = 0; i < s->nq; i++) {
 		s->q[i].s = s;
-		s->q[i].done_fd = -1;
 		s->q[i].irq_timer_fd = -1;
 		s->q[i].kick_fd = -1;
 		pthread_cond_init(&s->q[i].drained, NULL);

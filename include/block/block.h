@@ -148,6 +148,14 @@ void blk_queue_submit(struct blk_queue *q);
 bool blk_queue_poll_ready(struct blk_queue *q);
 void blk_queue_poll_run(struct blk_queue *q);
 /*
+ * Optional: fn(opaque) runs on the queue's I/O thread right after each
+ * batch of completion callbacks (everything the backend had ready at
+ * once), so a device can answer them together: one flush, one interrupt,
+ * and no wakeup of its own to find them.  Not after blk_queue_free().
+ */
+void blk_queue_set_batch_done(struct blk_queue *q, void (*fn)(void *opaque),
+			      void *opaque);
+/*
  * Waits for everything in flight to complete (callbacks run), then frees.
  * Call it from any thread once nothing else will add to q (the device has
  * removed its kick handlers).  It first detaches q from its I/O thread,

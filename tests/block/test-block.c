@@ -328,6 +328,52 @@ static bool t_batch(struct env *e)
 	return true;
 }
 
+/*
+ * The batch-done hook runs after the callbacks of each batch, never for
+ * an empty one, and not while the queue is being freed.
+ */
+struct hook {
+	struct env *e;
+	int calls, seen;
+	bool grew;
+};
+
+static void hook_fn(void *opaque)
+{
+	struct hook *h = opaque;
+
+	h->grew &= h->e->count > h->seen;
+	h->seen = h->e->count;
+	h->calls++;
+}
+
+static bool t_batch_done(struct env *e)
+{
+	enum { N = 300, SZ = 512 };
+	static struct treq t[N];
+	static unsigned char bufs[N][SZ];
+	struct hook h = { .e = e, .grew = true };
+	int calls;
+
+	blk_queue_set_batch_done(e->q, hook_fn, &h);
+	for (int i = 0; i < N; i++) {
+		treq_init(e, &t[i], BLK_OP_READ, (uint64_t)i * SZ);
+		t[i].iov[0] = (struct iovec){ bufs[i], SZ };
+		t[i].r.iovcnt = 1;
+	}
+	CHECK(run(e, t, N));
+	/* The last batch's hook saw every callback of the run. */
+	CHECK(h.calls >= 1 && h.calls <= N && h.grew && h.seen == e->count);
+	calls = h.calls;
+	for (int i = 0; i < 8; i++)
+		blk_queue_add(e->q, &t[i].r);
+	blk_queue_submit(e->q);
+	blk_queue_free(e->q);
+	e->q = NULL;
+	CHECK(e->count == N + 8 && h.calls == calls);
+	return true;
+}
+
 /* A callback that queues more work on its own queue, as a device may. */
 struct chain {
 	struct treq t;
@@ -1369,6 +1415,7 @@ int main(int argc, char **argv)
 		{ "submit-refused", t_submit_refused, NULL, true },
 		{ "submit-refused-at-free", t_submit_refused_at_free, NULL, true },
 		{ "free-inflight", t_free_inflight, NULL },
+		{ "batch-done", t_batch_done, NULL },
 	};
 	const char *d = getenv("BLK_TEST_DIR");
 
