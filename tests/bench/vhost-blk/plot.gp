@@ -7,6 +7,7 @@
 if (!exists("title")) title = "vhost-user-blk, 4 KiB random reads, one queue"
 set terminal svg size 1100,440 dynamic font "sans,11"
 set output out
+set termoption noenhanced
 set datafile missing "NaN"
 set style data histograms
 set style histogram clustered gap 1
@@ -17,8 +18,12 @@ set key top left
 set yrange [0:*]
 set xtics rotate by -30
 set multiplot layout 1,2 title title
-set title "IOPS (median)"
+set title "IOPS (median, log scale)"
+set logscale y
+set yrange [1000:*]
 plot for [i=2:nb+1] dat using i:xtic(1) title columnhead(i)
 set title "back-end CPU ns per I/O (median)"
+unset logscale y
+set yrange [0:*]
 plot for [i=nb+2:2*nb+1] dat using i:xtic(1) title columnhead(i)
 unset multiplot
