@@ -33,6 +33,13 @@ struct blk_uring {
 	struct blk_queue q;
 	struct io_uring ring;
 	int efd;
+	/*
+	 * The file as the ring names it: registered (index 0 and
+	 * IOSQE_FIXED_FILE), which spares the kernel a file lookup and
+	 * reference per request, or the plain fd where registering failed.
+	 */
+	int fd;
+	unsigned char sqe_flags;
 	unsigned int inflight;
 	struct blk_req *over_head, *over_tail;
 	void *zbuf;
@@ -58,12 +65,13 @@ static void uring_prep_noio(struct io_uring_sqe *sqe, struct blk_req *req,
 static void uring_prep_zero(struct blk_uring *u, struct io_uring_sqe *sqe,
 			    struct blk_req *req)
 {
-	int fd = u->q.f->fd;
+	int fd = u->fd;
 	enum blk_zero_how how = blk_zero_how(u->q.f, req);
 	uint64_t n;
 
 	if (req->syncing) {
 		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+		sqe->flags |= u->sqe_flags;
 		io_uring_sqe_set_data(sqe, req);
 		return;
 	}
@@ -93,6 +101,7 @@ static void uring_prep_zero(struct blk_uring *u, struct io_uring_sqe *sqe,
 		uring_prep_noio(sqe, req, 0);
 		return;
 	}
+	sqe->flags |= u->sqe_flags;
 	io_uring_sqe_set_data(sqe, req);
 }
 
@@ -100,7 +109,7 @@ static void uring_prep_zero(struct blk_uring *u, struct io_uring_sqe *sqe,
 static void uring_prep(struct blk_uring *u, struct blk_req *req)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
-	int fd = u->q.f->fd;
+	int fd = u->fd;
 	int err;
 
 	assert(sqe && u->inflight < BLK_URING_DEPTH);
@@ -130,6 +139,7 @@ static void uring_prep(struct blk_uring *u, struct blk_req *req)
 		uring_prep_zero(u, sqe, req);
 		return;
 	}
+	sqe->flags |= u->sqe_flags;
 	io_uring_sqe_set_data(sqe, req);
 }
 
@@ -395,6 +405,12 @@ static void uring_free(struct blk_queue *q)
 		}
 		uring_reap(u);
 	}
+	/*
+	 * The ring's own teardown is deferred in the kernel: let go of the
+	 * file now, or it stays open (and its blocks taken) for a while.
+	 */
+	if (u->sqe_flags & IOSQE_FIXED_FILE)
+		io_uring_unregister_files(&u->ring);
 	io_uring_queue_exit(&u->ring);
 	close(u->efd);
 	free(u->zbuf);
@@ -459,6 +475,11 @@ struct blk_queue *blk_uring_new(struct blk_file *f, struct iothread *t,
 	}
 	u->q = (struct blk_queue){ .ops = &uring_ops, .f = f, .t = t,
 				   .aio = BLK_AIO_IO_URING, .resume_fd = -1 };
+	u->fd = f->fd;
+	if (io_uring_register_files(&u->ring, &f->fd, 1) == 0) {
+		u->fd = 0;
+		u->sqe_flags = IOSQE_FIXED_FILE;
+	}
 	u->submit = uring_submit_real;
 	u->retry_fd = -1;
 	return &u->q;
