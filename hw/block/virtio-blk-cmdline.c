@@ -469,35 +469,49 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 	}
 }
 
-int blk_cmdline_device(struct blk_cmdline *c, const char *arg)
+typedef int (*blk_key_fn)(struct blk_device_cfg *dc, const char *key,
+			  const char *val, unsigned *seen);
+
+/*
+ * "NAME,KEY=VALUE,..." or QEMU's spelled-out "FORM=NAME,...", e.g.
+ * driver=virtio-blk-pci for -device, type=vhost-user-blk for -export:
+ * checks that the first token names `name`, then hands each pair to fn.
+ */
+static int parse_named(struct blk_cmdline *c, const char *what, const char *form,
+		       const char *name, const char *arg, blk_key_fn fn,
+		       struct blk_device_cfg *dc)
 {
-	struct opt_parser op = { .what = "-device" };
-	struct blk_device_cfg dc;
+	struct opt_parser op = { .what = what };
 	unsigned seen = 0;
 	char *key, *val;
 	int r;
 
 	if (c->finished) {
-		error_report("-device after the command line was closed");
+		error_report("%s after the command line was closed", what);
 		return -1;
 	}
-	device_defaults(&dc);
 	op.buf = op.p = strdup(arg);
 	if (!op.buf)
 		return -1;
 	r = opt_next(&op, &key, &val);
-	if (r < 0)
-		goto fail;
-	/* "virtio-blk-pci,..." or QEMU's spelled-out "driver=virtio-blk-pci,..." */
-	if (r == 0 || strcmp(val ? val : key, "virtio-blk-pci") ||
-	    (val && strcmp(key, "driver"))) {
-		error_report("-device %s: brisk's -device knows only virtio-blk-pci", arg);
-		goto fail;
+	if (r == 0 || (r > 0 && (strcmp(val ? val : key, name) ||
+				 (val && strcmp(key, form))))) {
+		error_report("%s %s: brisk's %s knows only %s", what, arg, what, name);
+		r = -1;
 	}
-	while ((r = opt_next(&op, &key, &val)) > 0)
-		if (device_key(&dc, key, val, &seen) < 0)
-			goto fail;
-	if (r < 0)
+	while (r > 0 && (r = opt_next(&op, &key, &val)) > 0)
+		if (fn(dc, key, val, &seen) < 0)
+			r = -1;
+	free(op.buf);
+	return r < 0 ? -1 : 0;
+}
+
+int blk_cmdline_device(struct blk_cmdline *c, const char *arg)
+{
+	struct blk_device_cfg dc;
+
+	device_defaults(&dc);
+	if (parse_named(c, "-device", "driver", "virtio-blk-pci", arg, device_key, &dc) < 0)
 		goto fail;
 	if (!dc.drive_id) {
 		error_report("-device virtio-blk-pci: drive= is missing");
@@ -511,11 +525,9 @@ int blk_cmdline_device(struct blk_cmdline *c, const char *arg)
 	}
 	if (push_device(c, &dc) < 0)
 		goto fail;
-	free(op.buf);
 	return 0;
 fail:
 	free(dc.drive_id);
-	free(op.buf);
 	return -1;
 }
 
@@ -593,36 +605,13 @@ static int export_key(struct blk_device_cfg *dc, const char *key, const char *va
 
 int blk_cmdline_export(struct blk_cmdline *c, const char *arg)
 {
-	struct opt_parser op = { .what = "-export" };
 	struct blk_device_cfg dc;
-	unsigned seen = 0;
-	char *key, *val;
-	int r;
 
-	if (c->finished) {
-		error_report("-export after the command line was closed");
-		return -1;
-	}
 	/* The front-end picks among what is offered: offer every ring kind. */
 	device_defaults(&dc);
 	dc.packed = true;
 	dc.num_queues = VBLK_EXPORT_QUEUES;
-	op.buf = op.p = strdup(arg);
-	if (!op.buf)
-		return -1;
-	r = opt_next(&op, &key, &val);
-	if (r < 0)
-		goto fail;
-	/* "vhost-user-blk,..." or qemu-storage-daemon's "type=vhost-user-blk,..." */
-	if (r == 0 || strcmp(val ? val : key, "vhost-user-blk") ||
-	    (val && strcmp(key, "type"))) {
-		error_report("-export %s: brisk exports only vhost-user-blk", arg);
-		goto fail;
-	}
-	while ((r = opt_next(&op, &key, &val)) > 0)
-		if (export_key(&dc, key, val, &seen) < 0)
-			goto fail;
-	if (r < 0)
+	if (parse_named(c, "-export", "type", "vhost-user-blk", arg, export_key, &dc) < 0)
 		goto fail;
 	if (!dc.export_id || !dc.drive_id || !dc.socket_path) {
 		error_report("-export vhost-user-blk: %s= is missing",
@@ -649,13 +638,11 @@ int blk_cmdline_export(struct blk_cmdline *c, const char *arg)
 	}
 	if (push_device(c, &dc) < 0)
 		goto fail;
-	free(op.buf);
 	return 0;
 fail:
 	free(dc.drive_id);
 	free(dc.export_id);
 	free(dc.socket_path);
-	free(op.buf);
 	return -1;
 }
 
