@@ -7,6 +7,7 @@
  * and ",," inside a value stands for one literal ','.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +167,31 @@ static bool id_valid(const char *id)
 	return true;
 }
 
+/*
+ * Which of keys[] key is; -1 after one error line when it is none of them
+ * or comes without a value.
+ */
+static int key_index(const char *what, const char *const *keys, unsigned n,
+		     const char *key, const char *val)
+{
+	char known[256] = "";
+	size_t len = 0;
+
+	for (unsigned k = 0; k < n; k++) {
+		if (strcmp(key, keys[k]))
+			continue;
+		if (val)
+			return (int)k;
+		error_report("%s: %s needs a value (%s=...)", what, key, key);
+		return -1;
+	}
+	for (unsigned k = 0; k < n && len < sizeof(known); k++)
+		len += (size_t)snprintf(known + len, sizeof(known) - len, "%s%s",
+					k ? ", " : "", keys[k]);
+	error_report("%s: unknown option '%s' (known: %s)", what, key, known);
+	return -1;
+}
+
 /* Rejects a key seen twice; bit is the key's index in its table. */
 static int once(const char *what, const char *key, unsigned *seen, unsigned bit)
 {
@@ -201,21 +227,9 @@ static int drive_key(struct blk_drive_cfg *d, const char *key, const char *val,
 		"file", "if", "id", "format", "aio", "cache", "readonly",
 	};
 	const char *w = "-drive";
-	unsigned k;
+	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
 
-	for (k = 0; k < ARRAY_SIZE(keys); k++)
-		if (!strcmp(key, keys[k]))
-			break;
-	if (k == ARRAY_SIZE(keys)) {
-		error_report("-drive: unknown option '%s' (known: file, if, id, "
-			     "format, aio, cache, readonly)", key);
-		return -1;
-	}
-	if (!val) {
-		error_report("-drive: %s needs a value (%s=...)", key, key);
-		return -1;
-	}
-	if (once(w, key, seen, k))
+	if (k < 0 || once(w, key, seen, (unsigned)k))
 		return -1;
 	switch (k) {
 	case 0:
@@ -379,6 +393,23 @@ static int drive_add_device(struct blk_cmdline *c, unsigned drive)
 	return 0;
 }
 
+/* A ring size: a power of two from 2 to VBLK_MAX_QUEUE_SIZE. */
+static int parse_queue_size(const char *what, const char *key, const char *val,
+			    unsigned *out)
+{
+	unsigned long v;
+
+	if (parse_uint(what, key, val, VBLK_MAX_QUEUE_SIZE, &v))
+		return -1;
+	if (v < 2 || (v & (v - 1))) {
+		error_report("%s: %s=%s: need a power of two from 2 to %d",
+			     what, key, val, VBLK_MAX_QUEUE_SIZE);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 /* GET_ID's answer: printable ASCII, at most VBLK_SERIAL_LEN bytes. */
 static int parse_serial(const char *what, const char *val, struct blk_device_cfg *dc)
 {
@@ -406,25 +437,9 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 		"irq-interval-us", "logical_block_size", "physical_block_size",
 	};
 	const char *w = "-device virtio-blk-pci";
-	unsigned long v;
-	unsigned k;
+	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
 
-	for (k = 0; k < ARRAY_SIZE(keys); k++)
-		if (!strcmp(key, keys[k]))
-			break;
-	if (k == ARRAY_SIZE(keys)) {
-		error_report("%s: unknown option '%s' (known: drive, packed, num-queues, "
-			     "queue-size, serial, event_idx, indirect_desc, poll-us, iothreads, "
-			     "irq-coalesce-us, irq-interval-us, logical_block_size, "
-			     "physical_block_size)",
-			     w, key);
-		return -1;
-	}
-	if (!val) {
-		error_report("%s: %s needs a value (%s=...)", w, key, key);
-		return -1;
-	}
-	if (once(w, key, seen, k))
+	if (k < 0 || once(w, key, seen, (unsigned)k))
 		return -1;
 	switch (k) {
 	case 0:
@@ -439,15 +454,7 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 	case 2:
 		return parse_queue_count(w, key, val, &dc->num_queues);
 	case 3:
-		if (parse_uint(w, key, val, VBLK_MAX_QUEUE_SIZE, &v))
-			return -1;
-		if (v < 2 || (v & (v - 1))) {
-			error_report("%s: queue-size=%s: need a power of two from 2 to %d",
-				     w, val, VBLK_MAX_QUEUE_SIZE);
-			return -1;
-		}
-		dc->queue_size = (unsigned)v;
-		return 0;
+		return parse_queue_size(w, key, val, &dc->queue_size);
 	case 4:
 		return parse_serial(w, val, dc);
 	case 5:
@@ -539,24 +546,16 @@ static int export_key(struct blk_device_cfg *dc, const char *key, const char *va
 		"queue-size", "writable", "serial", "poll-us", "iothreads",
 	};
 	const char *w = "-export vhost-user-blk";
-	unsigned long v;
-	unsigned k;
+	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
 
-	for (k = 0; k < ARRAY_SIZE(keys); k++)
-		if (!strcmp(key, keys[k]))
-			break;
-	if (k == ARRAY_SIZE(keys)) {
-		error_report("%s: unknown option '%s' (known: id, drive, addr.path, "
-			     "num-queues, queue-size, writable, serial, poll-us, iothreads)",
-			     w, key);
+	if (k < 0)
 		return -1;
-	}
-	if (!val || (!*val && k != 8)) {
+	if (!*val && k != 8) {
 		error_report("%s: %s needs a value (%s=...)", w, key, key);
 		return -1;
 	}
 	/* node-name= is qemu-storage-daemon's spelling of drive=. */
-	if (once(w, key, seen, k == 2 ? 1 : k))
+	if (once(w, key, seen, k == 2 ? 1 : (unsigned)k))
 		return -1;
 	switch (k) {
 	case 0:
@@ -583,15 +582,7 @@ static int export_key(struct blk_device_cfg *dc, const char *key, const char *va
 	case 5:
 		return parse_queue_count(w, key, val, &dc->num_queues);
 	case 6:
-		if (parse_uint(w, key, val, VBLK_MAX_QUEUE_SIZE, &v))
-			return -1;
-		if (v < 2 || (v & (v - 1))) {
-			error_report("%s: queue-size=%s: need a power of two from 2 to %d",
-				     w, val, VBLK_MAX_QUEUE_SIZE);
-			return -1;
-		}
-		dc->queue_size = (unsigned)v;
-		return 0;
+		return parse_queue_size(w, key, val, &dc->queue_size);
 	case 7:
 		return parse_bool(w, key, val, &dc->writable);
 	case 8:
