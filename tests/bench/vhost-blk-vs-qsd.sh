@@ -89,8 +89,12 @@ done
 fcpu=${cpus%,*} bcpu=${cpus#*,}
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs: the front-end and the back-end each take one"
 
-for p in taskset fio qemu-storage-daemon python3 meson ninja; do
-	command -v $p >/dev/null || die "$p not found; run scripts/setup-debian.sh"
+# From a fresh clone: whatever is missing comes from Debian's packages.
+for p in taskset fio qemu-storage-daemon python3 meson ninja gnuplot; do
+	command -v $p >/dev/null && continue
+	say "$p not found: running scripts/setup-debian.sh"
+	"$top/scripts/setup-debian.sh" >&2 || die "scripts/setup-debian.sh failed"
+	command -v $p >/dev/null || die "$p still not found"
 done
 mkdir -p "$out" || die "cannot create $out"
 
