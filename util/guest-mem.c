@@ -15,7 +15,7 @@
  * guest access to 4 KiB entries, and each first touch to its own fault.
  * So the mapping is carved out of a larger one at a 2 MiB boundary.
  */
-void *guest_ram_alloc(uint64_t size)
+static void *ram_map(uint64_t size, int fd)
 {
 	uint64_t len = size + GUEST_RAM_ALIGN;
 	uint8_t *p, *start;
@@ -24,12 +24,21 @@ void *guest_ram_alloc(uint64_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* Reserve an aligned range first, then put the RAM there. */
+	p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	start = (uint8_t *)(((uintptr_t)p + GUEST_RAM_ALIGN - 1) &
 			    ~(uintptr_t)(GUEST_RAM_ALIGN - 1));
+	if (mmap(start, size, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_NORESERVE |
+		 (fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS : MAP_SHARED), fd, 0) == MAP_FAILED) {
+		int err = errno;
+
+		munmap(p, len);
+		errno = err;
+		return NULL;
+	}
 	if (start > p)
 		munmap(p, start - p);
 	if (p + len > start + size)
@@ -38,7 +47,39 @@ void *guest_ram_alloc(uint64_t size)
 	return start;
 }
 
+void *guest_ram_alloc(uint64_t size)
+{
+	return ram_map(size, -1);
+}
+
+void *guest_ram_alloc_shared(uint64_t size, int *fd)
+{
+	void *p;
+	int err;
+
+	*fd = memfd_create("brisk-guest-ram", MFD_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	if (size != (uint64_t)(off_t)size || ftruncate(*fd, (off_t)size) < 0)
+		goto fail;
+	p = ram_map(size, *fd);
+	if (p)
+		return p;
+fail:
+	err = errno;
+	close(*fd);
+	*fd = -1;
+	errno = err;
+	return NULL;
+}
+
 int guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size, void *hva)
+{
+	return guest_mem_add_fd(mem, gpa, size, hva, -1, 0);
+}
+
+int guest_mem_add_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size, void *hva,
+		     int fd, uint64_t offset)
 {
 	if (mem->nr_regions == GUEST_MEM_MAX_REGIONS || size == 0 ||
 	    gpa + size < gpa)
@@ -50,7 +91,7 @@ int guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size, void *hva)
 			return -1;
 	}
 	mem->region[mem->nr_regions++] = (struct guest_region){
-		.gpa = gpa, .size = size, .hva = hva,
+		.gpa = gpa, .size = size, .hva = hva, .fd = fd, .fd_offset = offset,
 	};
 	mem->ram_size += size;
 	return 0;
@@ -105,7 +146,7 @@ int guest_mem_map_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size,
 	r = &mem->region[mem->nr_regions++];
 	*r = (struct guest_region){
 		.gpa = gpa, .size = size, .hva = p + delta, .uva = uva,
-		.map = p, .map_len = len,
+		.map = p, .map_len = len, .fd = -1,
 	};
 	mem->ram_size += size;
 	return 0;

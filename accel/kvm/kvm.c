@@ -167,11 +167,14 @@ unsigned kvm_max_vcpus(struct kvm_vm *vm)
 
 int kvm_vm_add_ram(struct kvm_vm *vm, uint64_t gpa, uint64_t size)
 {
-	void *hva = guest_ram_alloc(size);
+	int fd = -1;
+	void *hva = vm->m->ram_shared ? guest_ram_alloc_shared(size, &fd) :
+		    guest_ram_alloc(size);
 
 	if (!hva) {
-		error_report("cannot allocate %llu MiB of guest RAM: %s",
-			     (unsigned long long)(size >> 20), strerror(errno));
+		error_report("cannot allocate %llu MiB of %sguest RAM: %s",
+			     (unsigned long long)(size >> 20),
+			     vm->m->ram_shared ? "shared " : "", strerror(errno));
 		return -1;
 	}
 
@@ -183,9 +186,11 @@ int kvm_vm_add_ram(struct kvm_vm *vm, uint64_t gpa, uint64_t size)
 	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0) {
 		error_report("KVM_SET_USER_MEMORY_REGION failed: %s", strerror(errno));
 		munmap(hva, size);
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
-	if (guest_mem_add(&vm->m->mem, gpa, size, hva)) {
+	if (guest_mem_add_fd(&vm->m->mem, gpa, size, hva, fd, 0)) {
 		error_report("too many guest RAM regions");
 		return -1;
 	}
@@ -271,8 +276,11 @@ void kvm_vm_free(struct kvm_vm *vm)
 		close(vm->vm_fd);
 	if (vm->kvm_fd >= 0)
 		close(vm->kvm_fd);
-	for (unsigned i = 0; i < vm->m->mem.nr_regions; i++)
+	for (unsigned i = 0; i < vm->m->mem.nr_regions; i++) {
 		munmap(vm->m->mem.region[i].hva, vm->m->mem.region[i].size);
+		if (vm->m->mem.region[i].fd >= 0)
+			close(vm->m->mem.region[i].fd);
+	}
 	vm->m->mem.nr_regions = 0;
 	if (vm->routing)
 		kvm_irq_fini(vm);

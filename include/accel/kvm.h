@@ -56,7 +56,7 @@ int kvm_check(struct kvm_check *c, const struct kvm_check_guest *g);
 struct kvm_vm *kvm_vm_new(struct machine *m, uint64_t ram_end);
 /* Largest -smp the host's KVM accepts. */
 unsigned kvm_max_vcpus(struct kvm_vm *vm);
-/* Anonymous RAM at gpa, registered with KVM and added to m->mem. */
+/* RAM at gpa (a shared memfd if m->ram_shared), registered with KVM, added to m->mem. */
 int kvm_vm_add_ram(struct kvm_vm *vm, uint64_t gpa, uint64_t size);
 /*
  * Creates m->ncpus vCPUs; the first starts at entry, the others wait to

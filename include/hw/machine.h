@@ -2,6 +2,7 @@
 #ifndef BRISK_HW_MACHINE_H
 #define BRISK_HW_MACHINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "hw/bus.h"
@@ -22,6 +23,11 @@ struct machine {
 	struct irq_chip irq;
 	struct pci_bus *pci;
 	unsigned ncpus;
+	/*
+	 * Guest RAM goes in memfds that other processes can map (a vhost-user
+	 * back-end serving one of the guest's devices); set before the RAM is.
+	 */
+	bool ram_shared;
 
 	/*
 	 * Ends the VM: brisk stops every vCPU and exits with status.  Any

@@ -21,6 +21,12 @@ struct guest_region {
 	uint64_t uva;
 	void *map;		/* NULL: the caller owns hva */
 	size_t map_len;
+	/*
+	 * Guest RAM of ours that another process may map too (a vhost-user
+	 * back-end): the file hva maps, from fd_offset on; -1 otherwise.
+	 */
+	int fd;
+	uint64_t fd_offset;
 };
 
 struct guest_mem {
@@ -38,8 +44,18 @@ struct guest_mem {
  */
 void *guest_ram_alloc(uint64_t size);
 
+/*
+ * The same in a memfd, mapped shared, so that another process given *fd
+ * can map it as well; NULL (errno set) on failure.  Free it with
+ * munmap(p, size) and close(*fd).
+ */
+void *guest_ram_alloc_shared(uint64_t size, int *fd);
+
 /* Regions must not overlap; returns -1 if the table is full. */
 int guest_mem_add(struct guest_mem *mem, uint64_t gpa, uint64_t size, void *hva);
+/* The same for RAM that fd maps from offset on (guest_ram_alloc_shared). */
+int guest_mem_add_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size, void *hva,
+		     int fd, uint64_t offset);
 
 /*
  * Maps size bytes of fd, starting offset bytes in, as the region at gpa
