@@ -31,6 +31,7 @@ struct msix_vec {
 	int efd;
 	int route;		/* -1 until first unmasked */
 	bool stale;		/* address/data changed since the route was set */
+	bool external;		/* efd is written by another process too */
 };
 
 struct msix {
@@ -103,6 +104,37 @@ static void msix_unmasked(struct msix *m)
 	}
 }
 
+/*
+ * brisk itself holds a masked vector's message in the PBA; another
+ * process writing efd cannot, so the vector's route (and irqfd) is taken
+ * down while it is masked: the writes wait in the eventfd's counter, and
+ * KVM delivers them when the route is set up again at unmask.
+ */
+static void msix_masked(struct msix *m)
+{
+	for (unsigned v = 0; v < m->n; v++) {
+		struct msix_vec *x = &m->vec[v];
+
+		if (x->external && x->route >= 0 && vec_masked(m, v)) {
+			m->irq->ops->msi_route_del(m->irq->opaque, x->route);
+			x->route = -1;
+		}
+	}
+}
+
+int msix_vector_fd(struct pci_device *d, unsigned v)
+{
+	struct msix *m = d->msix;
+
+	if (!m || v >= m->n)
+		return -1;
+	pthread_mutex_lock(&m->lock);
+	m->vec[v].external = true;
+	msix_masked(m);
+	pthread_mutex_unlock(&m->lock);
+	return m->vec[v].efd;
+}
+
 void msix_notify(struct pci_device *d, unsigned v)
 {
 	struct msix *m = d->msix;
@@ -128,6 +160,7 @@ void msix_config_write(struct pci_device *d)
 	m->enabled = ctrl & CTRL_ENABLE;
 	m->fmasked = ctrl & CTRL_FMASK;
 	msix_unmasked(m);
+	msix_masked(m);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -179,6 +212,8 @@ static void msix_table_write(struct msix *m, uint64_t off, uint64_t val, unsigne
 	/* Rewritten while live: retarget now, the next delivery must follow. */
 	if (!vec_masked(m, v) && (changed || was_masked))
 		msix_unmasked(m);
+	else if (vec_masked(m, v) && !was_masked)
+		msix_masked(m);
 }
 
 static void msix_bar_write(void *opaque, uint64_t off, uint64_t val, unsigned size)

@@ -438,10 +438,20 @@ static void vp_status_changed(struct virtio_device *vdev)
 	vp_sync_ioeventfds(vp);
 }
 
+/* The queue's MSI-X vector, straight through KVM_IRQFD. */
+static int vp_queue_irqfd(struct virtio_device *vdev, unsigned q)
+{
+	struct virtio_pci *vp = vdev->transport_opaque;
+	uint16_t v = vdev->queues[q].vector;
+
+	return v == VIRTIO_NO_VECTOR ? -1 : msix_vector_fd(&vp->pci, v);
+}
+
 static const struct virtio_transport_ops vp_transport_ops = {
 	.notify_queue = vp_notify_queue,
 	.notify_config = vp_notify_config,
 	.status_changed = vp_status_changed,
+	.queue_irqfd = vp_queue_irqfd,
 };
 
 /*

@@ -79,6 +79,12 @@ struct virtio_transport_ops {
 	 * brings what it derives from them up to date.
 	 */
 	void (*status_changed)(struct virtio_device *vdev);
+	/*
+	 * An eventfd that interrupts the driver for queue q when written,
+	 * as notify_queue does, for another process to write (a vhost-user
+	 * back-end); -1 when q has no interrupt.  May be absent.
+	 */
+	int (*queue_irqfd)(struct virtio_device *vdev, unsigned q);
 };
 
 struct virtio_device {

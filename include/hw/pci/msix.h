@@ -30,6 +30,15 @@ bool msix_enabled(const struct pci_device *d);
  */
 void msix_notify(struct pci_device *d, unsigned v);
 
+/*
+ * The eventfd behind vector v, for another process to write directly (a
+ * vhost-user back-end's call eventfd): each write is one message on v,
+ * with no brisk thread involved.  Masking still holds: while v (or the
+ * function) is masked, such writes wait and are sent at unmask, though
+ * the PBA does not show them.  -1 for an out-of-range v.
+ */
+int msix_vector_fd(struct pci_device *d, unsigned v);
+
 /* pci.c calls this after a guest write overlapping the MSI-X capability. */
 void msix_config_write(struct pci_device *d);
 
