@@ -436,3 +436,62 @@ int vhost_user_check_reply(const struct vhost_user_msg *m, uint32_t request,
 		return -1;
 	return vu_check_fds(m, t->reply_fds, t->name, e);
 }
+
+/* Whether the peer has closed its end (the socket reads EOF or hung up). */
+static bool vu_peer_gone(int sock)
+{
+	struct pollfd p = { .fd = sock, .events = POLLRDHUP };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+int vhost_user_call(int sock, uint32_t request, const void *payload, uint32_t size,
+		    const int *fds, unsigned int nfds, bool ack,
+		    struct vhost_user_msg *reply, int timeout_ms,
+		    struct vhost_user_err *e, bool *gone)
+{
+	bool has_reply = vhost_user_has_reply(request);
+	struct vhost_user_msg m, r;
+	int ret = -1;
+
+	if (gone)
+		*gone = false;
+	if (size > sizeof(m.payload))
+		return vhost_user_fail(e, "%s: payload too large",
+				       vhost_user_request_name(request));
+	vhost_user_msg_init(&m, request, ack && !has_reply ? VHOST_USER_FLAG_NEED_REPLY : 0,
+			    size);
+	if (size)
+		memcpy(&m.payload, payload, size);
+	if (vhost_user_send(sock, &m, fds, nfds, timeout_ms, e) < 0)
+		goto out;
+	if (!has_reply && !ack)
+		return 0;
+	switch (vhost_user_recv(sock, &r, timeout_ms, e)) {
+	case 0:
+		vhost_user_fail(e, "%s: the back-end closed the connection",
+				vhost_user_request_name(request));
+		goto out;
+	case -1:
+		goto out;
+	}
+	if (vhost_user_check_reply(&r, request, e) < 0) {
+		vhost_user_close_fds(&r);
+		goto out;
+	}
+	if (!has_reply && r.payload.u64) {
+		vhost_user_fail(e, "%s: the back-end refused it (%#llx)",
+				vhost_user_request_name(request),
+				(unsigned long long)r.payload.u64);
+		goto out;
+	}
+	if (reply)
+		*reply = r;
+	else
+		vhost_user_close_fds(&r);
+	return 0;
+out:
+	if (gone)
+		*gone = vu_peer_gone(sock);
+	return ret;
+}

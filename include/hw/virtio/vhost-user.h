@@ -221,6 +221,20 @@ int vhost_user_recv(int sock, struct vhost_user_msg *m, int timeout_ms,
 int vhost_user_send(int sock, const struct vhost_user_msg *m, const int *fds,
 		    unsigned int nfds, int timeout_ms, struct vhost_user_err *e);
 
+/*
+ * A front-end's request, and its answer: sends it with size bytes of
+ * payload and nfds fds (with NEED_REPLY when ack, i.e. REPLY_ACK is
+ * negotiated, for a type without a reply of its own), then reads and
+ * checks the reply if one comes: into *reply (NULL: dropped), whose fds
+ * are then the caller's.  -1 with *e when the socket failed, the reply
+ * was malformed or the back-end acked a failure; *gone then says whether
+ * the back-end had closed the connection (NULL: not asked).
+ */
+int vhost_user_call(int sock, uint32_t request, const void *payload, uint32_t size,
+		    const int *fds, unsigned int nfds, bool ack,
+		    struct vhost_user_msg *reply, int timeout_ms,
+		    struct vhost_user_err *e, bool *gone);
+
 /* Header for a request or a reply: version set, payload size given. */
 void vhost_user_msg_init(struct vhost_user_msg *m, uint32_t request,
 			 uint32_t flags, uint32_t size);
