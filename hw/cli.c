@@ -145,10 +145,11 @@ static int parse_device(const char *arg, struct cli_opts *o)
 
 	if (len == strlen("isa-debug-exit") && !strncmp(arg, "isa-debug-exit", len))
 		return parse_debug_exit(props, o);
-	if (len == strlen("virtio-blk-pci") && !strncmp(arg, "virtio-blk-pci", len))
+	if ((len == strlen("virtio-blk-pci") && !strncmp(arg, "virtio-blk-pci", len)) ||
+	    (len == strlen("vhost-user-blk-pci") && !strncmp(arg, "vhost-user-blk-pci", len)))
 		return add_blk(o, CLI_BLK_DEVICE, arg);
 	error_report("-device: unknown device '%.*s' (supported: "
-		     "virtio-blk-pci, isa-debug-exit)", (int)len, arg);
+		     "virtio-blk-pci, vhost-user-blk-pci, isa-debug-exit)", (int)len, arg);
 	return -1;
 }
 
@@ -254,13 +255,20 @@ static int cli_check_daemon(const struct cli_opts *o)
 			   o->append ? "-append" : o->dtb ? "-dtb" :
 			   o->dumpdtb ? "-machine dumpdtb" :
 			   o->debug_exit ? "-device isa-debug-exit" : NULL;
+	const char *dev = "";
 
-	for (unsigned i = 0; !what && i < o->nr_blk; i++)
-		if (o->blk[i].kind == CLI_BLK_DEVICE)
-			what = "-device virtio-blk-pci";
+	for (unsigned i = 0; !what && i < o->nr_blk; i++) {
+		if (o->blk[i].kind == CLI_BLK_CHARDEV)
+			what = "-chardev";
+		if (o->blk[i].kind == CLI_BLK_DEVICE) {
+			what = "-device";
+			dev = o->blk[i].arg;	/* named by its first token */
+		}
+	}
 	if (what) {
-		error_report("%s needs a guest; with -export brisk runs none and "
-			     "serves its drives to other processes", what);
+		error_report("%s%s%.*s needs a guest; with -export brisk runs none and "
+			     "serves its drives to other processes", what, *dev ? " " : "",
+			     (int)strcspn(dev, ","), dev);
 		return -1;
 	}
 	return 0;
@@ -270,7 +278,7 @@ enum opt_id {
 	OPT_KERNEL, OPT_INITRD, OPT_APPEND, OPT_M, OPT_SMP, OPT_SERIAL,
 	OPT_DEVICE, OPT_DRIVE, OPT_NAME, OPT_TIMEOUT, OPT_NOGRAPHIC,
 	OPT_NOREBOOT, OPT_HELP, OPT_VERSION, OPT_ACCEL, OPT_CHECK_KVM,
-	OPT_DTB, OPT_MACHINE, OPT_EXPORT,
+	OPT_DTB, OPT_MACHINE, OPT_EXPORT, OPT_CHARDEV,
 };
 
 static const struct {
@@ -290,6 +298,7 @@ static const struct {
 	{ "accel", OPT_ACCEL, true }, { "check-kvm", OPT_CHECK_KVM, false },
 	{ "dtb", OPT_DTB, true }, { "machine", OPT_MACHINE, true },
 	{ "M", OPT_MACHINE, true }, { "export", OPT_EXPORT, true },
+	{ "chardev", OPT_CHARDEV, true },
 };
 
 static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
@@ -307,6 +316,7 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
 	case OPT_DEVICE: return parse_device(arg, o);
 	case OPT_DRIVE: return add_blk(o, CLI_BLK_DRIVE, arg);
 	case OPT_EXPORT: return add_blk(o, CLI_BLK_EXPORT, arg);
+	case OPT_CHARDEV: return add_blk(o, CLI_BLK_CHARDEV, arg);
 	case OPT_TIMEOUT: return parse_timeout(arg, o);
 	case OPT_NOGRAPHIC: return 0;	/* brisk has no display anyway */
 	case OPT_NOREBOOT: return 0;	/* a guest reboot always ends brisk */
@@ -381,6 +391,11 @@ void cli_print_help(void)
 	      "  -serial BACKEND     COM1: stdio (default), file:PATH or none\n"
 	      "  -drive ARGS         a disk image, e.g. file=disk.img,if=virtio\n"
 	      "  -device virtio-blk-pci,drive=ID[,...]\n"
+	      "  -device vhost-user-blk-pci,chardev=ID[,num-queues=N][,queue-size=N]\n"
+	      "          [,packed=on]  a disk served by a vhost-user back-end\n"
+	      "                      (qemu-storage-daemon, brisk -export...)\n"
+	      "  -chardev socket,id=ID,path=SOCKET[,reconnect=SECONDS]\n"
+	      "                      the back-end's socket for vhost-user-blk-pci\n"
 	      "  -device isa-debug-exit[,iobase=0x501,iosize=2]\n"
 	      "  -export vhost-user-blk,id=ID,drive=ID,addr.path=SOCKET[,...]\n"
 	      "                      serve a drive to vhost-user front-ends (QEMU...)\n"

@@ -49,7 +49,8 @@ static int blk_parse(struct brisk *b)
 		const struct cli_blk_arg *a = &o->blk[i];
 		int (*parse)(struct blk_cmdline *, const char *) =
 			a->kind == CLI_BLK_DRIVE ? blk_cmdline_drive :
-			a->kind == CLI_BLK_DEVICE ? blk_cmdline_device : blk_cmdline_export;
+			a->kind == CLI_BLK_DEVICE ? blk_cmdline_device :
+			a->kind == CLI_BLK_CHARDEV ? blk_cmdline_chardev : blk_cmdline_export;
 
 		if (parse(b->blk, a->arg))
 			return -1;
@@ -233,6 +234,8 @@ static int run(struct brisk *b)
 			     o->ncpus, kvm_max_vcpus(b->vm));
 		return BRISK_EXIT_FAILURE;
 	}
+	/* A vhost-user back-end maps guest RAM: it must be in memfds. */
+	m->ram_shared = blk_cmdline_shares_ram(b->blk);
 	if (b->ops->init(b->board, m, b->vm) || b->ops->devices(b->board, m))
 		return BRISK_EXIT_FAILURE;
 	b->blk_created = true;

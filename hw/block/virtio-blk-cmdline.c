@@ -18,7 +18,7 @@
 struct opt_parser {
 	char *buf;		/* private copy, unescaped in place */
 	char *p;
-	const char *what;	/* "-drive" or "-device" for messages */
+	const char *what;	/* "-drive", "-device"... for messages */
 };
 
 /*
@@ -76,7 +76,7 @@ static int opt_next(struct opt_parser *op, char **key, char **val)
 	return 1;
 }
 
-static int parse_bool(const char *what, const char *key, const char *val, bool *out)
+int parse_bool(const char *what, const char *key, const char *val, bool *out)
 {
 	if (!strcmp(val, "on") || !strcmp(val, "true") || !strcmp(val, "yes")) {
 		*out = true;
@@ -114,9 +114,8 @@ bad:
 	return -1;
 }
 
-/* parse_uint into an unsigned option field. */
-static int parse_unsigned(const char *what, const char *key, const char *val,
-			  unsigned long max, unsigned *out)
+int parse_unsigned(const char *what, const char *key, const char *val,
+		   unsigned long max, unsigned *out)
 {
 	unsigned long v;
 
@@ -126,9 +125,8 @@ static int parse_unsigned(const char *what, const char *key, const char *val,
 	return 0;
 }
 
-/* A count of queues or of threads serving them: 1 to VBLK_MAX_QUEUES. */
-static int parse_queue_count(const char *what, const char *key, const char *val,
-			     unsigned *out)
+int parse_queue_count(const char *what, const char *key, const char *val,
+		      unsigned *out)
 {
 	if (parse_unsigned(what, key, val, VBLK_MAX_QUEUES, out))
 		return -1;
@@ -153,8 +151,7 @@ static int parse_block_size(const char *what, const char *key, const char *val,
 	return 0;
 }
 
-/* QEMU's identifier rule: a letter, then letters, digits, '-', '.', '_'. */
-static bool id_valid(const char *id)
+bool id_valid(const char *id)
 {
 	if (!((*id >= 'a' && *id <= 'z') || (*id >= 'A' && *id <= 'Z')))
 		return false;
@@ -167,12 +164,8 @@ static bool id_valid(const char *id)
 	return true;
 }
 
-/*
- * Which of keys[] key is; -1 after one error line when it is none of them
- * or comes without a value.
- */
-static int key_index(const char *what, const char *const *keys, unsigned n,
-		     const char *key, const char *val)
+int key_index(const char *what, const char *const *keys, unsigned n,
+	      const char *key, const char *val)
 {
 	char known[256] = "";
 	size_t len = 0;
@@ -192,8 +185,7 @@ static int key_index(const char *what, const char *const *keys, unsigned n,
 	return -1;
 }
 
-/* Rejects a key seen twice; bit is the key's index in its table. */
-static int once(const char *what, const char *key, unsigned *seen, unsigned bit)
+int once(const char *what, const char *key, unsigned *seen, unsigned bit)
 {
 	if (*seen & (1u << bit)) {
 		error_report("%s: %s= given twice", what, key);
@@ -208,7 +200,7 @@ struct blk_cmdline *blk_cmdline_new(void)
 	return calloc(1, sizeof(struct blk_cmdline));
 }
 
-static void *grow(void *arr, unsigned nr, size_t elem)
+void *grow(void *arr, unsigned nr, size_t elem)
 {
 	void *n = realloc(arr, (nr + 1) * elem);
 
@@ -394,8 +386,8 @@ static int drive_add_device(struct blk_cmdline *c, unsigned drive)
 }
 
 /* A ring size: a power of two from 2 to VBLK_MAX_QUEUE_SIZE. */
-static int parse_queue_size(const char *what, const char *key, const char *val,
-			    unsigned *out)
+int parse_queue_size(const char *what, const char *key, const char *val,
+		     unsigned *out)
 {
 	unsigned long v;
 
@@ -428,9 +420,9 @@ static int parse_serial(const char *what, const char *val, struct blk_device_cfg
 	return 0;
 }
 
-static int device_key(struct blk_device_cfg *dc, const char *key, const char *val,
-		      unsigned *seen)
+static int device_key(void *cfg, const char *key, const char *val, unsigned *seen)
 {
+	struct blk_device_cfg *dc = cfg;
 	static const char *const keys[] = {
 		"drive", "packed", "num-queues", "queue-size", "serial",
 		"event_idx", "indirect_desc", "poll-us", "iothreads", "irq-coalesce-us",
@@ -476,17 +468,9 @@ static int device_key(struct blk_device_cfg *dc, const char *key, const char *va
 	}
 }
 
-typedef int (*blk_key_fn)(struct blk_device_cfg *dc, const char *key,
-			  const char *val, unsigned *seen);
-
-/*
- * "NAME,KEY=VALUE,..." or QEMU's spelled-out "FORM=NAME,...", e.g.
- * driver=virtio-blk-pci for -device, type=vhost-user-blk for -export:
- * checks that the first token names `name`, then hands each pair to fn.
- */
-static int parse_named(struct blk_cmdline *c, const char *what, const char *form,
-		       const char *name, const char *arg, blk_key_fn fn,
-		       struct blk_device_cfg *dc)
+int parse_named(struct blk_cmdline *c, const char *what, const char *form,
+		const char *name, const char *known, const char *arg, blk_key_fn fn,
+		void *cfg)
 {
 	struct opt_parser op = { .what = what };
 	unsigned seen = 0;
@@ -503,22 +487,37 @@ static int parse_named(struct blk_cmdline *c, const char *what, const char *form
 	r = opt_next(&op, &key, &val);
 	if (r == 0 || (r > 0 && (strcmp(val ? val : key, name) ||
 				 (val && strcmp(key, form))))) {
-		error_report("%s %s: brisk's %s knows only %s", what, arg, what, name);
+		error_report("%s %s: brisk's %s knows only %s", what, arg, what,
+			     known ? known : name);
 		r = -1;
 	}
 	while (r > 0 && (r = opt_next(&op, &key, &val)) > 0)
-		if (fn(dc, key, val, &seen) < 0)
+		if (fn(cfg, key, val, &seen) < 0)
 			r = -1;
 	free(op.buf);
 	return r < 0 ? -1 : 0;
+}
+
+/* Whether arg's first token is name, or form=name. */
+static bool names(const char *arg, const char *form, const char *name)
+{
+	size_t n = strlen(form);
+
+	if (!strncmp(arg, form, n) && arg[n] == '=')
+		arg += n + 1;
+	n = strlen(name);
+	return !strncmp(arg, name, n) && (arg[n] == ',' || !arg[n]);
 }
 
 int blk_cmdline_device(struct blk_cmdline *c, const char *arg)
 {
 	struct blk_device_cfg dc;
 
+	if (names(arg, "driver", "vhost-user-blk-pci"))
+		return vublk_cmdline_device(c, arg);
 	device_defaults(&dc);
-	if (parse_named(c, "-device", "driver", "virtio-blk-pci", arg, device_key, &dc) < 0)
+	if (parse_named(c, "-device", "driver", "virtio-blk-pci",
+			"virtio-blk-pci and vhost-user-blk-pci", arg, device_key, &dc) < 0)
 		goto fail;
 	if (!dc.drive_id) {
 		error_report("-device virtio-blk-pci: drive= is missing");
@@ -538,9 +537,9 @@ fail:
 	return -1;
 }
 
-static int export_key(struct blk_device_cfg *dc, const char *key, const char *val,
-		      unsigned *seen)
+static int export_key(void *cfg, const char *key, const char *val, unsigned *seen)
 {
+	struct blk_device_cfg *dc = cfg;
 	static const char *const keys[] = {
 		"id", "drive", "node-name", "addr.path", "addr.type", "num-queues",
 		"queue-size", "writable", "serial", "poll-us", "iothreads",
@@ -602,7 +601,8 @@ int blk_cmdline_export(struct blk_cmdline *c, const char *arg)
 	device_defaults(&dc);
 	dc.packed = true;
 	dc.num_queues = VBLK_EXPORT_QUEUES;
-	if (parse_named(c, "-export", "type", "vhost-user-blk", arg, export_key, &dc) < 0)
+	if (parse_named(c, "-export", "type", "vhost-user-blk", NULL, arg,
+			export_key, &dc) < 0)
 		goto fail;
 	if (!dc.export_id || !dc.drive_id || !dc.socket_path) {
 		error_report("-export vhost-user-blk: %s= is missing",
@@ -662,6 +662,8 @@ int blk_cmdline_finish(struct blk_cmdline *c)
 		d->used = true;
 		dc->drive = (unsigned)(d - c->drives);
 	}
+	if (vublk_cmdline_finish(c) < 0)
+		return -1;
 	for (unsigned i = 0; i < c->nr_drives; i++) {
 		if (!c->drives[i].used) {
 			error_report("-drive: drive %s is not used by any device "
@@ -686,6 +688,7 @@ void blk_cmdline_free(struct blk_cmdline *c)
 		free(c->devs[i].export_id);
 		free(c->devs[i].socket_path);
 	}
+	vublk_cmdline_free(c);
 	free(c->drives);
 	free(c->devs);
 	free(c);

@@ -8,6 +8,7 @@
  * opened and devices built by blk_devices_create().
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "block/block.h"
@@ -59,13 +60,80 @@ struct blk_device_cfg {
 	struct vblk *dev;	/* the live device, once created */
 };
 
+/* -chardev socket,id=ID,path=PATH: the way to a vhost-user back-end. */
+struct blk_chardev_cfg {
+	char *id;
+	char *path;
+	unsigned reconnect_s;	/* 0: never */
+	bool used;
+};
+
+/* -device vhost-user-blk-pci: a guest disk served by another process. */
+struct vublk;
+struct vublk_cfg {
+	char *chardev_id;
+	unsigned chardev;	/* index into chardevs, set by finish */
+	unsigned num_queues;	/* 0: one per vCPU, at most what the back-end serves */
+	unsigned queue_size;
+	bool packed;
+	bool event_idx;
+	bool indirect_desc;
+	struct vublk *dev;	/* the live device, once created */
+};
+
 struct blk_cmdline {
 	struct blk_drive_cfg *drives;
 	unsigned nr_drives;
 	struct blk_device_cfg *devs;
 	unsigned nr_devs;
+	struct blk_chardev_cfg *chardevs;
+	unsigned nr_chardevs;
+	struct vublk_cfg *vublks;
+	unsigned nr_vublks;
 	bool finished;
 };
+
+/* hw/block/virtio-blk-cmdline.c: the option syntax, shared by the parsers. */
+int parse_bool(const char *what, const char *key, const char *val, bool *out);
+/* Plain decimal only: no sign, no spaces, no suffix; into an unsigned. */
+int parse_unsigned(const char *what, const char *key, const char *val,
+		   unsigned long max, unsigned *out);
+/* A count of queues or of threads serving them: 1 to VBLK_MAX_QUEUES. */
+int parse_queue_count(const char *what, const char *key, const char *val,
+		      unsigned *out);
+/* A ring size: a power of two from 2 to VBLK_MAX_QUEUE_SIZE. */
+int parse_queue_size(const char *what, const char *key, const char *val,
+		     unsigned *out);
+/* QEMU's identifier rule: a letter, then letters, digits, '-', '.', '_'. */
+bool id_valid(const char *id);
+/*
+ * Which of keys[] key is; -1 after one error line when it is none of them
+ * or comes without a value.
+ */
+int key_index(const char *what, const char *const *keys, unsigned n,
+	      const char *key, const char *val);
+/* Rejects a key seen twice; bit is the key's index in its table. */
+int once(const char *what, const char *key, unsigned *seen, unsigned bit);
+/* arr with room for one more zeroed element at nr; NULL (reported) if none. */
+void *grow(void *arr, unsigned nr, size_t elem);
+/* One KEY=VALUE of an option into cfg; -1 after one error line. */
+typedef int (*blk_key_fn)(void *cfg, const char *key, const char *val, unsigned *seen);
+/*
+ * "NAME,KEY=VALUE,..." or QEMU's spelled-out "FORM=NAME,...", e.g.
+ * driver=virtio-blk-pci for -device, type=vhost-user-blk for -export:
+ * checks that the first token names `name` (else says brisk's `what`
+ * knows only `known`, or `name` when NULL), then hands each pair to fn.
+ */
+int parse_named(struct blk_cmdline *c, const char *what, const char *form,
+		const char *name, const char *known, const char *arg, blk_key_fn fn,
+		void *cfg);
+
+/* hw/block/vhost-user-blk.c */
+/* "-device vhost-user-blk-pci,..." */
+int vublk_cmdline_device(struct blk_cmdline *c, const char *arg);
+/* Ties each device to its -chardev; -1 after one line if one is missing. */
+int vublk_cmdline_finish(struct blk_cmdline *c);
+void vublk_cmdline_free(struct blk_cmdline *c);
 
 /* hw/block/virtio-blk.c */
 struct machine;
@@ -74,5 +142,8 @@ struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *drive,
 struct vblk *vblk_export_create(const struct blk_drive_cfg *drive,
 				const struct blk_device_cfg *cfg);
 void vblk_destroy(struct vblk *s);
+struct vublk *vublk_create(struct machine *m, const struct blk_chardev_cfg *chardev,
+			   const struct vublk_cfg *cfg);
+void vublk_destroy(struct vublk *s);
 
 #endif

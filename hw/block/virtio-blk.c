@@ -1170,6 +1170,13 @@ int blk_devices_create(struct blk_cmdline *c, struct machine *m)
 		if (!dc->dev)
 			return -1;
 	}
+	for (unsigned i = 0; i < c->nr_vublks; i++) {
+		struct vublk_cfg *vc = &c->vublks[i];
+
+		vc->dev = vublk_create(m, &c->chardevs[vc->chardev], vc);
+		if (!vc->dev)
+			return -1;
+	}
 	return 0;
 }
 
@@ -1177,6 +1184,11 @@ void blk_devices_destroy(struct blk_cmdline *c)
 {
 	if (!c)
 		return;
+	/* A front-end lets go of its back-end before the back-end goes. */
+	for (unsigned i = 0; i < c->nr_vublks; i++) {
+		vublk_destroy(c->vublks[i].dev);
+		c->vublks[i].dev = NULL;
+	}
 	for (unsigned i = 0; i < c->nr_devs; i++) {
 		vblk_destroy(c->devs[i].dev);
 		c->devs[i].dev = NULL;

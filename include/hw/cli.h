@@ -14,9 +14,12 @@
 
 enum cli_action { CLI_RUN, CLI_HELP, CLI_VERSION, CLI_CHECK_KVM, CLI_ACCEL_HELP };
 
-enum cli_blk_kind { CLI_BLK_DRIVE, CLI_BLK_DEVICE, CLI_BLK_EXPORT };
+enum cli_blk_kind { CLI_BLK_DRIVE, CLI_BLK_DEVICE, CLI_BLK_EXPORT, CLI_BLK_CHARDEV };
 
-/* A -drive, -device virtio-blk-pci or -export argument, in command-line order. */
+/*
+ * A -drive, -device virtio-blk-pci/vhost-user-blk-pci, -chardev or -export
+ * argument, in command-line order.
+ */
 struct cli_blk_arg {
 	enum cli_blk_kind kind;
 	const char *arg;

@@ -2,12 +2,15 @@
 #ifndef BRISK_HW_BLOCK_VIRTIO_BLK_H
 #define BRISK_HW_BLOCK_VIRTIO_BLK_H
 
+#include <stdbool.h>
+
 struct machine;
 
 /*
  * The command-line face of virtio-blk.  The CLI hands every -drive
  * argument, every "-device virtio-blk-pci,..." and every
- * "-export vhost-user-blk,..." argument here as it meets them;
+ * "-export vhost-user-blk,..." argument (and "-device vhost-user-blk-pci"
+ * with its "-chardev") here as it meets them;
  * each call reports one clear line through error_report() and returns -1
  * on bad input.  blk_cmdline_finish() checks what only the whole command
  * line can tell (a -device naming no -drive, a drive no device uses...).
@@ -21,7 +24,14 @@ struct blk_cmdline *blk_cmdline_new(void);
 int blk_cmdline_drive(struct blk_cmdline *c, const char *arg);
 int blk_cmdline_device(struct blk_cmdline *c, const char *arg);
 int blk_cmdline_export(struct blk_cmdline *c, const char *arg);
+/* -chardev socket,...: the socket of a -device vhost-user-blk-pci. */
+int blk_cmdline_chardev(struct blk_cmdline *c, const char *arg);
 int blk_cmdline_finish(struct blk_cmdline *c);
+/*
+ * Whether guest RAM must be shareable (machine.ram_shared): a
+ * vhost-user-blk-pci back-end maps it.
+ */
+bool blk_cmdline_shares_ram(const struct blk_cmdline *c);
 /*
  * Opens and closes every drive's file with the options it will be used
  * with, so a missing, empty or odd-sized image is reported before the VM

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * vhost-user-blk-pci: a virtio-blk disk of the guest served by another
+ * process (qemu-storage-daemon, brisk -export, SPDK...) over vhost-user.
+ *
+ *   -chardev socket,id=c0,path=/run/d0.sock[,reconnect=SECONDS]
+ *   -device vhost-user-blk-pci,chardev=c0[,num-queues=N][,queue-size=N][,packed=on]
+ *
+ * brisk is the virtio-pci transport only: the guest's requests go from its
+ * rings to the back-end and back without a brisk thread (see
+ * hw/virtio/vhost-user-frontend.c).  What the disk is (size, features,
+ * limits) is the back-end's config; brisk passes on the features it knows
+ * how to carry and sets the queue count.
+ */
+#include <endian.h>
+#include <linux/virtio_blk.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/block/virtio-blk.h"
+#include "hw/machine.h"
+#include "hw/virtio/vhost-user-frontend.h"
+#include "hw/virtio/virtio-pci.h"
+#include "util/log.h"
+#include "virtio/virtio.h"
+#include "virtio-blk-int.h"
+
+#define F(bit) (1ull << (bit))
+#define VUBLK_ID_BLOCK 2
+#define VUBLK_PCI_CLASS 0x018000
+/* VIRTIO 1.1's struct virtio_blk_config, up to write_zeroes_may_unmap. */
+#define VUBLK_CONFIG_LEN offsetof(struct virtio_blk_config, max_secure_erase_sectors)
+#define VUBLK_MAX_RECONNECT_S 3600
+
+/*
+ * The features whose config fields lie within VUBLK_CONFIG_LEN and whose
+ * requests need nothing of brisk; MQ and RING_PACKED are added as asked.
+ */
+#define VUBLK_FEATURES (F(VIRTIO_BLK_F_SIZE_MAX) | F(VIRTIO_BLK_F_SEG_MAX) |	\
+			F(VIRTIO_BLK_F_GEOMETRY) | F(VIRTIO_BLK_F_RO) |		\
+			F(VIRTIO_BLK_F_BLK_SIZE) | F(VIRTIO_BLK_F_FLUSH) |	\
+			F(VIRTIO_BLK_F_TOPOLOGY) | F(VIRTIO_BLK_F_CONFIG_WCE) |	\
+			F(VIRTIO_BLK_F_DISCARD) | F(VIRTIO_BLK_F_WRITE_ZEROES) |	\
+			F(VIRTIO_F_VERSION_1) | F(VIRTIO_F_RING_INDIRECT_DESC) |	\
+			F(VIRTIO_F_RING_EVENT_IDX))
+
+struct vublk {
+	struct virtio_device vdev;
+	bool vdev_ready;
+	struct vhu_frontend *f;
+	struct virtio_pci *pci;
+	uint16_t nq;
+};
+
+/* ---- the command line ---- */
+
+static int chardev_key(void *cfg, const char *key, const char *val, unsigned *seen)
+{
+	static const char *const keys[] = { "id", "path", "reconnect", "server" };
+	struct blk_chardev_cfg *cd = cfg;
+	const char *w = "-chardev socket";
+	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
+	bool server;
+
+	if (k < 0 || once(w, key, seen, (unsigned)k))
+		return -1;
+	if (!*val) {
+		error_report("%s: %s= is empty", w, key);
+		return -1;
+	}
+	switch (k) {
+	case 0:
+		if (!id_valid(val)) {
+			error_report("%s: id=%s: an id starts with a letter and holds "
+				     "letters, digits, '-', '.', '_'", w, val);
+			return -1;
+		}
+		cd->id = strdup(val);
+		return cd->id ? 0 : -1;
+	case 1:
+		cd->path = strdup(val);
+		return cd->path ? 0 : -1;
+	case 2:
+		return parse_unsigned(w, key, val, VUBLK_MAX_RECONNECT_S, &cd->reconnect_s);
+	default:
+		if (parse_bool(w, key, val, &server))
+			return -1;
+		if (server) {
+			error_report("%s: server=on: brisk connects to a back-end that "
+				     "listens (server=off)", w);
+			return -1;
+		}
+		return 0;
+	}
+}
+
+int blk_cmdline_chardev(struct blk_cmdline *c, const char *arg)
+{
+	struct blk_chardev_cfg cd = { 0 };
+
+	if (parse_named(c, "-chardev", "backend", "socket",
+			"socket (a Unix socket to a vhost-user back-end: "
+			"socket,id=ID,path=PATH)", arg, chardev_key, &cd) < 0)
+		goto fail;
+	if (!cd.id || !cd.path) {
+		error_report("-chardev socket: %s= is missing", !cd.id ? "id" : "path");
+		goto fail;
+	}
+	for (unsigned i = 0; i < c->nr_chardevs; i++) {
+		if (!strcmp(c->chardevs[i].id, cd.id)) {
+			error_report("-chardev: duplicate id '%s'", cd.id);
+			goto fail;
+		}
+	}
+	struct blk_chardev_cfg *n = grow(c->chardevs, c->nr_chardevs, sizeof(*n));
+
+	if (!n)
+		goto fail;
+	c->chardevs = n;
+	c->chardevs[c->nr_chardevs++] = cd;
+	return 0;
+fail:
+	free(cd.id);
+	free(cd.path);
+	return -1;
+}
+
+static int vublk_key(void *cfg, const char *key, const char *val, unsigned *seen)
+{
+	static const char *const keys[] = {
+		"chardev", "num-queues", "queue-size", "packed", "event_idx",
+		"indirect_desc",
+	};
+	struct vublk_cfg *vc = cfg;
+	const char *w = "-device vhost-user-blk-pci";
+	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
+
+	if (k < 0 || once(w, key, seen, (unsigned)k))
+		return -1;
+	switch (k) {
+	case 0:
+		if (!*val) {
+			error_report("%s: chardev= is empty", w);
+			return -1;
+		}
+		vc->chardev_id = strdup(val);
+		return vc->chardev_id ? 0 : -1;
+	case 1:
+		return parse_queue_count(w, key, val, &vc->num_queues);
+	case 2:
+		return parse_queue_size(w, key, val, &vc->queue_size);
+	case 3:
+		return parse_bool(w, key, val, &vc->packed);
+	case 4:
+		return parse_bool(w, key, val, &vc->event_idx);
+	default:
+		return parse_bool(w, key, val, &vc->indirect_desc);
+	}
+}
+
+int vublk_cmdline_device(struct blk_cmdline *c, const char *arg)
+{
+	struct vublk_cfg vc = {
+		.queue_size = VBLK_DEFAULT_QUEUE_SIZE, .event_idx = true,
+		.indirect_desc = true,
+	};
+
+	if (parse_named(c, "-device", "driver", "vhost-user-blk-pci", NULL, arg,
+			vublk_key, &vc) < 0)
+		goto fail;
+	if (!vc.chardev_id) {
+		error_report("-device vhost-user-blk-pci: chardev= is missing");
+		goto fail;
+	}
+	struct vublk_cfg *n = grow(c->vublks, c->nr_vublks, sizeof(*n));
+
+	if (!n)
+		goto fail;
+	c->vublks = n;
+	c->vublks[c->nr_vublks++] = vc;
+	return 0;
+fail:
+	free(vc.chardev_id);
+	return -1;
+}
+
+int vublk_cmdline_finish(struct blk_cmdline *c)
+{
+	for (unsigned i = 0; i < c->nr_vublks; i++) {
+		struct vublk_cfg *vc = &c->vublks[i];
+		unsigned j;
+
+		for (j = 0; j < c->nr_chardevs; j++)
+			if (!strcmp(c->chardevs[j].id, vc->chardev_id))
+				break;
+		if (j == c->nr_chardevs) {
+			error_report("-device vhost-user-blk-pci: no -chardev with id=%s",
+				     vc->chardev_id);
+			return -1;
+		}
+		if (c->chardevs[j].used) {
+			error_report("-device vhost-user-blk-pci: chardev %s is already "
+				     "used by another device", vc->chardev_id);
+			return -1;
+		}
+		c->chardevs[j].used = true;
+		vc->chardev = j;
+	}
+	for (unsigned j = 0; j < c->nr_chardevs; j++) {
+		if (!c->chardevs[j].used) {
+			error_report("-chardev: %s is not used by any device (add -device "
+				     "vhost-user-blk-pci,chardev=%s)", c->chardevs[j].id,
+				     c->chardevs[j].id);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void vublk_cmdline_free(struct blk_cmdline *c)
+{
+	for (unsigned i = 0; i < c->nr_chardevs; i++) {
+		free(c->chardevs[i].id);
+		free(c->chardevs[i].path);
+	}
+	for (unsigned i = 0; i < c->nr_vublks; i++)
+		free(c->vublks[i].chardev_id);
+	free(c->chardevs);
+	free(c->vublks);
+}
+
+bool blk_cmdline_shares_ram(const struct blk_cmdline *c)
+{
+	return c->nr_vublks > 0;
+}
+
+/* ---- the device ---- */
+
+static void vublk_read_config(struct virtio_device *vdev, uint32_t off, void *buf,
+			      unsigned len)
+{
+	struct vublk *s = vdev->opaque;
+	uint8_t config[VUBLK_CONFIG_LEN];
+	uint16_t nq = htole16(s->nq);
+
+	memcpy(config, vhu_frontend_config(s->f), sizeof(config));
+	/* The queues are the guest's side: brisk says how many it has. */
+	memcpy(config + offsetof(struct virtio_blk_config, num_queues), &nq, sizeof(nq));
+	memcpy(buf, config + off, len);
+}
+
+/* The cache mode is the only field a driver writes (VIRTIO 1.2, 5.2.5). */
+static void vublk_write_config(struct virtio_device *vdev, uint32_t off,
+			       const void *buf, unsigned len)
+{
+	struct vublk *s = vdev->opaque;
+
+	if (off != offsetof(struct virtio_blk_config, wce) || len != 1 ||
+	    !(vdev->guest_features & F(VIRTIO_BLK_F_CONFIG_WCE)))
+		return;
+	vhu_frontend_set_config(s->f, off, buf, len);
+}
+
+static int vublk_start(struct virtio_device *vdev)
+{
+	struct vublk *s = vdev->opaque;
+
+	return vhu_frontend_start(s->f);
+}
+
+static void vublk_reset(struct virtio_device *vdev)
+{
+	struct vublk *s = vdev->opaque;
+
+	vhu_frontend_stop(s->f);
+}
+
+static const struct virtio_device_ops vublk_ops = {
+	.read_config = vublk_read_config,
+	.write_config = vublk_write_config,
+	.start = vublk_start,
+	.reset = vublk_reset,
+};
+
+/* What the guest is offered: the back-end's, as far as brisk carries them. */
+static uint64_t vublk_features(const struct vublk *s, const struct vublk_cfg *cfg)
+{
+	uint64_t want = VUBLK_FEATURES;
+
+	if (s->nq > 1)
+		want |= F(VIRTIO_BLK_F_MQ);
+	if (cfg->packed)
+		want |= F(VIRTIO_F_RING_PACKED);
+	if (!cfg->event_idx)
+		want &= ~F(VIRTIO_F_RING_EVENT_IDX);
+	if (!cfg->indirect_desc)
+		want &= ~F(VIRTIO_F_RING_INDIRECT_DESC);
+	return vhu_frontend_features(s->f) & want;
+}
+
+static int vublk_queues(struct vublk *s, struct machine *m, const struct vublk_cfg *cfg,
+			const char *name)
+{
+	unsigned max = vhu_frontend_max_queues(s->f);
+	unsigned nq = cfg->num_queues ? cfg->num_queues : m->ncpus;
+
+	if (cfg->num_queues && nq > max) {
+		error_report("%s: num-queues=%u, but the back-end serves at most %u",
+			     name, nq, max);
+		return -1;
+	}
+	if (nq > max)
+		nq = max;
+	if (nq > VBLK_MAX_QUEUES)
+		nq = VBLK_MAX_QUEUES;
+	s->nq = (uint16_t)(nq ? nq : 1);
+	if (s->nq > 1 && !(vhu_frontend_features(s->f) & F(VIRTIO_BLK_F_MQ))) {
+		if (cfg->num_queues) {
+			error_report("%s: num-queues=%u, but the back-end has no "
+				     "multi-queue support", name, nq);
+			return -1;
+		}
+		s->nq = 1;
+	}
+	return 0;
+}
+
+struct vublk *vublk_create(struct machine *m, const struct blk_chardev_cfg *chardev,
+			   const struct vublk_cfg *cfg)
+{
+	struct vublk *s = calloc(1, sizeof(*s));
+	char name[64];
+	uint64_t features;
+
+	if (!s)
+		return NULL;
+	snprintf(name, sizeof(name), "vhost-user-blk %s", chardev->id);
+	s->f = vhu_frontend_new(&(struct vhu_frontend_cfg){
+		.name = name, .path = chardev->path, .fd = -1,
+		.reconnect_s = chardev->reconnect_s, .config_len = VUBLK_CONFIG_LEN,
+	});
+	if (!s->f || vublk_queues(s, m, cfg, name) < 0)
+		goto fail;
+	features = vublk_features(s, cfg);
+	if (!(features & F(VIRTIO_F_VERSION_1))) {
+		error_report("%s: the back-end at %s does not offer VIRTIO 1.0", name,
+			     chardev->path);
+		goto fail;
+	}
+	if (virtio_device_init(&s->vdev, VUBLK_ID_BLOCK, features, VUBLK_CONFIG_LEN,
+			       s->nq, (uint16_t)cfg->queue_size, &m->mem, &vublk_ops, s) < 0) {
+		error_report("%s: cannot create the device", name);
+		goto fail;
+	}
+	s->vdev_ready = true;
+	s->pci = virtio_pci_create(m, &s->vdev, VIRTIO_PCI_DEVICE_ID(VUBLK_ID_BLOCK),
+				   VUBLK_PCI_CLASS);
+	if (!s->pci || vhu_frontend_attach(s->f, &s->vdev) < 0)
+		goto fail;
+	return s;
+fail:
+	vublk_destroy(s);
+	return NULL;
+}
+
+void vublk_destroy(struct vublk *s)
+{
+	if (!s)
+		return;
+	/* The guest can no longer reach it; then the back-end lets go. */
+	if (s->pci)
+		virtio_pci_free(s->pci);
+	vhu_frontend_free(s->f);
+	if (s->vdev_ready)
+		virtio_device_destroy(&s->vdev);
+	free(s);
+}
