@@ -3,7 +3,7 @@
  * vhost-user-blk-pci: a virtio-blk disk of the guest served by another
  * process (qemu-storage-daemon, brisk -export, SPDK...) over vhost-user.
  *
- *   -chardev socket,id=c0,path=/run/d0.sock[,reconnect=SECONDS]
+ *   -chardev socket,id=c0,path=/run/d0.sock[,reconnect=SECONDS]   (or fd=N)
  *   -device vhost-user-blk-pci,chardev=c0[,num-queues=N][,queue-size=N][,packed=on]
  *
  * brisk is the virtio-pci transport only: the guest's requests go from its
@@ -13,6 +13,7 @@
  * how to carry and sets the queue count.
  */
 #include <endian.h>
+#include <limits.h>
 #include <linux/virtio_blk.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,7 @@ struct vublk {
 
 static int chardev_key(void *cfg, const char *key, const char *val, unsigned *seen)
 {
-	static const char *const keys[] = { "id", "path", "reconnect", "server" };
+	static const char *const keys[] = { "id", "path", "reconnect", "server", "fd" };
 	struct blk_chardev_cfg *cd = cfg;
 	const char *w = "-chardev socket";
 	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
@@ -83,6 +84,9 @@ static int chardev_key(void *cfg, const char *key, const char *val, unsigned *se
 		return cd->path ? 0 : -1;
 	case 2:
 		return parse_unsigned(w, key, val, VUBLK_MAX_RECONNECT_S, &cd->reconnect_s);
+	case 4:
+		/* An inherited socket, already connected (QEMU's fd=). */
+		return parse_unsigned(w, key, val, INT_MAX, (unsigned *)&cd->fd);
 	default:
 		if (parse_bool(w, key, val, &server))
 			return -1;
@@ -97,14 +101,20 @@ static int chardev_key(void *cfg, const char *key, const char *val, unsigned *se
 
 int blk_cmdline_chardev(struct blk_cmdline *c, const char *arg)
 {
-	struct blk_chardev_cfg cd = { 0 };
+	struct blk_chardev_cfg cd = { .fd = -1 };
 
 	if (parse_named(c, "-chardev", "backend", "socket",
 			"socket (a Unix socket to a vhost-user back-end: "
 			"socket,id=ID,path=PATH)", arg, chardev_key, &cd) < 0)
 		goto fail;
-	if (!cd.id || !cd.path) {
-		error_report("-chardev socket: %s= is missing", !cd.id ? "id" : "path");
+	if (!cd.id || (!cd.path == (cd.fd < 0))) {
+		error_report("-chardev socket: %s", !cd.id ? "id= is missing" :
+			     cd.path ? "path= and fd= exclude each other" :
+			     "path= (or fd=) is missing");
+		goto fail;
+	}
+	if (cd.reconnect_s && !cd.path) {
+		error_report("-chardev socket: reconnect= needs path=");
 		goto fail;
 	}
 	for (unsigned i = 0; i < c->nr_chardevs; i++) {
@@ -337,7 +347,7 @@ struct vublk *vublk_create(struct machine *m, const struct blk_chardev_cfg *char
 		return NULL;
 	snprintf(name, sizeof(name), "vhost-user-blk %s", chardev->id);
 	s->f = vhu_frontend_new(&(struct vhu_frontend_cfg){
-		.name = name, .path = chardev->path, .fd = -1,
+		.name = name, .path = chardev->path, .fd = chardev->fd,
 		.reconnect_s = chardev->reconnect_s, .config_len = VUBLK_CONFIG_LEN,
 	});
 	if (!s->f || vublk_queues(s, m, cfg, name) < 0)

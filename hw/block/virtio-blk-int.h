@@ -60,10 +60,11 @@ struct blk_device_cfg {
 	struct vblk *dev;	/* the live device, once created */
 };
 
-/* -chardev socket,id=ID,path=PATH: the way to a vhost-user back-end. */
+/* -chardev socket,id=ID,path=PATH|fd=N: the way to a vhost-user back-end. */
 struct blk_chardev_cfg {
 	char *id;
-	char *path;
+	char *path;		/* NULL when fd is given */
+	int fd;			/* an inherited connected socket, or -1 */
 	unsigned reconnect_s;	/* 0: never */
 	bool used;
 };

@@ -202,7 +202,7 @@ struct vhu_frontend *vhu_frontend_new(const struct vhu_frontend_cfg *cfg)
 {
 	struct vhu_frontend *f = calloc(1, sizeof(*f));
 
-	if (!f || !(f->path = strdup(cfg->path))) {
+	if (!f || !(f->path = strdup(cfg->path ? cfg->path : "(inherited socket)"))) {
 		error_report("out of memory");
 		goto fail;
 	}

@@ -29,7 +29,7 @@ struct vhu_frontend;
 
 struct vhu_frontend_cfg {
 	const char *name;	/* for messages, e.g. "vhost-user-blk c0" */
-	const char *path;	/* the back-end's Unix socket */
+	const char *path;	/* the back-end's Unix socket; NULL with fd */
 	int fd;			/* >= 0: a connected socket to use first (taken over) */
 	unsigned reconnect_s;	/* 0: a lost back-end is an error of the device */
 	uint32_t config_len;	/* device config bytes to read (GET_CONFIG) */
