@@ -13,11 +13,13 @@
  * how to carry and sets the queue count.
  */
 #include <endian.h>
+#include <errno.h>
 #include <limits.h>
 #include <linux/virtio_blk.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "hw/block/virtio-blk.h"
 #include "hw/machine.h"
@@ -238,6 +240,28 @@ void vublk_cmdline_free(struct blk_cmdline *c)
 		free(c->vublks[i].chardev_id);
 	free(c->chardevs);
 	free(c->vublks);
+}
+
+int vublk_chardevs_check(const struct blk_cmdline *c)
+{
+	for (unsigned i = 0; i < c->nr_chardevs; i++) {
+		const char *path = c->chardevs[i].path;
+		struct stat st;
+
+		if (!path)
+			continue;
+		if (stat(path, &st) < 0) {
+			error_report("-chardev %s: %s: %s", c->chardevs[i].id, path,
+				     strerror(errno));
+			return -1;
+		}
+		if (!S_ISSOCK(st.st_mode)) {
+			error_report("-chardev %s: %s is not a socket (is the vhost-user "
+				     "back-end running?)", c->chardevs[i].id, path);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 bool blk_cmdline_shares_ram(const struct blk_cmdline *c)

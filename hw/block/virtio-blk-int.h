@@ -135,6 +135,8 @@ int vublk_cmdline_device(struct blk_cmdline *c, const char *arg);
 /* Ties each device to its -chardev; -1 after one line if one is missing. */
 int vublk_cmdline_finish(struct blk_cmdline *c);
 void vublk_cmdline_free(struct blk_cmdline *c);
+/* Each -chardev path is a socket, so a typo fails before the VM is made. */
+int vublk_chardevs_check(const struct blk_cmdline *c);
 
 /* hw/block/virtio-blk.c */
 struct machine;

@@ -1142,6 +1142,8 @@ struct vblk *vblk_export_create(const struct blk_drive_cfg *d,
 
 int blk_drives_check(const struct blk_cmdline *c)
 {
+	if (vublk_chardevs_check(c) < 0)
+		return -1;
 	for (unsigned i = 0; i < c->nr_drives; i++) {
 		const struct blk_drive_cfg *d = &c->drives[i];
 		struct blk_file_opts o = {

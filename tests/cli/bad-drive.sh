@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# bad-drive.sh BRISK: bad -drive/-device options and bad disk files must
+# bad-drive.sh BRISK: bad -drive/-device/-chardev options and bad disk files must
 # make brisk exit non-zero with exactly one stderr line naming the
 # problem, before /dev/kvm is opened (so this runs on any host); the same
 # drives, valid, boot a stand-in kernel.  Output is TAP.
@@ -63,6 +63,25 @@ trailing|-drive file=@/disk.img,
 empty option name|-drive file=@/disk.img,,,=x
 packed=2|-drive file=@/disk.img,if=none,id=d0 -device virtio-blk-pci,drive=d0,packed=2
 longer than 20|-drive file=@/disk.img,if=none,id=d0 -device virtio-blk-pci,drive=d0,serial=123456789012345678901
+chardev= is missing|-device vhost-user-blk-pci
+chardev= is missing|-device vhost-user-blk-pci,num-queues=2
+no -chardev with id=c1|-chardev socket,id=c0,path=@/s.sock -device vhost-user-blk-pci,chardev=c1
+not used by any device|-chardev socket,id=c0,path=@/s.sock
+already used|-chardev socket,id=c0,path=@/s.sock -device vhost-user-blk-pci,chardev=c0 -device vhost-user-blk-pci,chardev=c0
+path= (or fd=) is missing|-chardev socket,id=c0 -device vhost-user-blk-pci,chardev=c0
+exclude each other|-chardev socket,id=c0,path=@/s.sock,fd=3 -device vhost-user-blk-pci,chardev=c0
+server=on|-chardev socket,id=c0,path=@/s.sock,server=on -device vhost-user-blk-pci,chardev=c0
+reconnect= needs path=|-chardev socket,id=c0,fd=3,reconnect=1 -device vhost-user-blk-pci,chardev=c0
+reconnect=x|-chardev socket,id=c0,path=@/s.sock,reconnect=x -device vhost-user-blk-pci,chardev=c0
+Unix socket|-chardev stdio,id=c0 -device vhost-user-blk-pci,chardev=c0
+duplicate id|-chardev socket,id=c0,path=@/a -chardev socket,id=c0,path=@/b -device vhost-user-blk-pci,chardev=c0
+id=0c|-chardev socket,id=0c,path=@/s.sock -device vhost-user-blk-pci,chardev=0c
+queue-size|-chardev socket,id=c0,path=@/s.sock -device vhost-user-blk-pci,chardev=c0,queue-size=100
+num-queues|-chardev socket,id=c0,path=@/s.sock -device vhost-user-blk-pci,chardev=c0,num-queues=0
+packed=2|-chardev socket,id=c0,path=@/s.sock -device vhost-user-blk-pci,chardev=c0,packed=2
+unknown option 'drive'|-chardev socket,id=c0,path=@/s.sock -device vhost-user-blk-pci,chardev=c0,drive=d0
+No such file|-chardev socket,id=c0,path=@/s.sock -device vhost-user-blk-pci,chardev=c0
+not a socket|-chardev socket,id=c0,path=@/disk.img -device vhost-user-blk-pci,chardev=c0
 ROWS
 )
 

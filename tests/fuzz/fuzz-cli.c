@@ -61,8 +61,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(o.ram_size >= CLI_MIN_RAM && o.ram_size <= CLI_MAX_RAM);
 		for (unsigned i = 0; c && ret == 0 && i < o.nr_blk; i++)
 			ret = (o.blk[i].kind == CLI_BLK_DRIVE ? blk_cmdline_drive :
-			       o.blk[i].kind == CLI_BLK_DEVICE ? blk_cmdline_device : blk_cmdline_export)
-				(c, o.blk[i].arg);
+			       o.blk[i].kind == CLI_BLK_DEVICE ? blk_cmdline_device :
+			       o.blk[i].kind == CLI_BLK_CHARDEV ? blk_cmdline_chardev :
+			       blk_cmdline_export)(c, o.blk[i].arg);
 		if (c && ret == 0 && blk_cmdline_finish(c) == 0) {
 			/* What blk_devices_create() relies on. */
 			for (unsigned i = 0; i < c->nr_devs; i++) {
@@ -81,6 +82,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			for (unsigned i = 0; i < c->nr_drives; i++)
 				assert(c->drives[i].used);
+			for (unsigned i = 0; i < c->nr_vublks; i++) {
+				const struct vublk_cfg *v = &c->vublks[i];
+
+				assert(v->chardev < c->nr_chardevs);
+				assert(v->queue_size >= 2 && v->queue_size <= VBLK_MAX_QUEUE_SIZE &&
+				       !(v->queue_size & (v->queue_size - 1)));
+				assert(v->num_queues <= VBLK_MAX_QUEUES);
+			}
+			for (unsigned i = 0; i < c->nr_chardevs; i++)
+				assert(c->chardevs[i].used &&
+				       (!c->chardevs[i].path != (c->chardevs[i].fd < 0)));
 		}
 		blk_cmdline_free(c);
 	}

@@ -320,6 +320,10 @@ def cli_seeds():
         'logical_block_size=4096,physical_block_size=65536'))
     write('fuzz-cli', 'driver-form', argv('-kernel', 'bz', '-drive', 'file=x,if=none,id=a',
                                           '-device', 'driver=virtio-blk-pci,drive=a'))
+    write('fuzz-cli', 'vhost-user-blk-pci', argv(
+        '-kernel', 'bz', '-chardev', 'socket,id=c0,path=/run/d0.sock,reconnect=1',
+        '-device', 'vhost-user-blk-pci,chardev=c0,num-queues=2,queue-size=128,packed=on',
+        '-chardev', 'socket,id=c1,fd=3', '-device', 'driver=vhost-user-blk-pci,chardev=c1'))
     write('fuzz-cli', 'help', argv('--help'))
     write('fuzz-cli', 'export', argv(
         '-drive', 'file=d.img,if=none,id=d0,cache=none', '-drive', 'file=e.img,if=none,id=d1',
