@@ -40,36 +40,8 @@ void vuf_close(struct vuf *f)
 int vuf_request(struct vuf *f, uint32_t req, const void *payload, uint32_t size,
 		const int *fds, unsigned nfds, struct vhost_user_msg *reply)
 {
-	bool has_reply = vhost_user_has_reply(req);
-	struct vhost_user_msg m, r;
-
-	if (size > sizeof(m.payload))
-		return vhost_user_fail(&f->err, "payload too large");
-	vhost_user_msg_init(&m, req, f->ack && !has_reply ? VHOST_USER_FLAG_NEED_REPLY : 0,
-			    size);
-	if (size)
-		memcpy(&m.payload, payload, size);
-	if (vhost_user_send(f->sock, &m, fds, nfds, VUF_TIMEOUT_MS, &f->err) < 0)
-		return -1;
-	if (!has_reply && !f->ack)
-		return 0;
-	switch (vhost_user_recv(f->sock, &r, VUF_TIMEOUT_MS, &f->err)) {
-	case 0:
-		return vhost_user_fail(&f->err, "closed by the back-end");
-	case -1:
-		return -1;
-	}
-	if (vhost_user_check_reply(&r, req, &f->err) < 0) {
-		vhost_user_close_fds(&r);
-		return -1;
-	}
-	if (!has_reply && r.payload.u64)
-		return vhost_user_fail(&f->err, "failure acked");
-	if (reply)
-		*reply = r;
-	else
-		vhost_user_close_fds(&r);
-	return 0;
+	return vhost_user_call(f->sock, req, payload, size, fds, nfds, f->ack, reply,
+			       VUF_TIMEOUT_MS, &f->err, NULL);
 }
 
 int vuf_get_u64(struct vuf *f, uint32_t req, uint64_t *v)
