@@ -9,6 +9,9 @@
 # for qemu-aarch64 (without qemu-user-binfmt: no binfmt handlers are
 # registered), and (scripts/arm64-debs.sh) the arm64 packages that cannot
 # be installed beside their amd64 twins, unpacked into a cache directory.
+# qemu-system-common brings qemu-storage-daemon (a vhost-user back-end for
+# the KVM suite and the benchmark; QEMU pulls it in too, but the tests
+# name it).
 set -eu
 
 native=$(dpkg --print-architecture)

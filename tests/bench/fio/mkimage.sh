@@ -4,7 +4,9 @@
 # (static), fio with every shared library it links and the dynamic loader,
 # and the virtio PCI + block modules of the newest installed kernel.
 #
-#   mkimage.sh OUT.cpio     writes the image, prints the kernel image path
+#   mkimage.sh OUT.cpio [INIT]   writes the image, prints the kernel image path
+#
+# INIT (default: this folder's init, the benchmark's job) becomes /init.
 #
 # The image is an uncompressed cpio: the inner guest may run at emulation
 # speed in a nested host, where decompressing ~80 MiB costs more than
@@ -12,7 +14,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-out=${1:?usage: mkimage.sh OUT.cpio}
+out=${1:?usage: mkimage.sh OUT.cpio [INIT]}
+init=${2:-$here/init}
 
 die() { echo "mkimage: $*" >&2; exit 1; }
 
@@ -43,7 +46,7 @@ mkdir -p "$root"/{bin,dev,etc,proc,sys,tmp,lib64}
 cp /bin/busybox "$root/bin/busybox"
 ln -s busybox "$root/bin/sh"
 cp /usr/bin/fio "$root/bin/fio"
-install -m 0755 "$here/init" "$root/init"
+install -m 0755 "$init" "$root/init"
 
 # ldd's left-hand paths are the ones the loader searches; keep them.
 copy_lib() {
