@@ -74,16 +74,9 @@ static int chardev_key(void *cfg, const char *key, const char *val, unsigned *se
 	}
 	switch (k) {
 	case 0:
-		if (!id_valid(val)) {
-			error_report("%s: id=%s: an id starts with a letter and holds "
-				     "letters, digits, '-', '.', '_'", w, val);
-			return -1;
-		}
-		cd->id = strdup(val);
-		return cd->id ? 0 : -1;
+		return parse_id(w, key, val, &cd->id);
 	case 1:
-		cd->path = strdup(val);
-		return cd->path ? 0 : -1;
+		return parse_string(w, key, val, &cd->path);
 	case 2:
 		return parse_unsigned(w, key, val, VUBLK_MAX_RECONNECT_S, &cd->reconnect_s);
 	case 4:
@@ -152,12 +145,7 @@ static int vublk_key(void *cfg, const char *key, const char *val, unsigned *seen
 		return -1;
 	switch (k) {
 	case 0:
-		if (!*val) {
-			error_report("%s: chardev= is empty", w);
-			return -1;
-		}
-		vc->chardev_id = strdup(val);
-		return vc->chardev_id ? 0 : -1;
+		return parse_string(w, key, val, &vc->chardev_id);
 	case 1:
 		return parse_queue_count(w, key, val, &vc->num_queues);
 	case 2:

@@ -151,7 +151,8 @@ static int parse_block_size(const char *what, const char *key, const char *val,
 	return 0;
 }
 
-bool id_valid(const char *id)
+/* QEMU's identifier rule: a letter, then letters, digits, '-', '.', '_'. */
+static bool id_valid(const char *id)
 {
 	if (!((*id >= 'a' && *id <= 'z') || (*id >= 'A' && *id <= 'Z')))
 		return false;
@@ -162,6 +163,27 @@ bool id_valid(const char *id)
 			return false;
 	}
 	return true;
+}
+
+int parse_id(const char *what, const char *key, const char *val, char **out)
+{
+	if (!id_valid(val)) {
+		error_report("%s: %s=%s: an id starts with a letter and holds "
+			     "letters, digits, '-', '.', '_'", what, key, val);
+		return -1;
+	}
+	*out = strdup(val);
+	return *out ? 0 : -1;
+}
+
+int parse_string(const char *what, const char *key, const char *val, char **out)
+{
+	if (!*val) {
+		error_report("%s: %s= is empty", what, key);
+		return -1;
+	}
+	*out = strdup(val);
+	return *out ? 0 : -1;
 }
 
 int key_index(const char *what, const char *const *keys, unsigned n,
@@ -225,12 +247,7 @@ static int drive_key(struct blk_drive_cfg *d, const char *key, const char *val,
 		return -1;
 	switch (k) {
 	case 0:
-		if (!*val) {
-			error_report("-drive: file= is empty");
-			return -1;
-		}
-		d->file = strdup(val);
-		return d->file ? 0 : -1;
+		return parse_string(w, key, val, &d->file);
 	case 1:
 		if (!strcmp(val, "none"))
 			d->if_virtio = false;
@@ -242,13 +259,7 @@ static int drive_key(struct blk_drive_cfg *d, const char *key, const char *val,
 		}
 		return 0;
 	case 2:
-		if (!id_valid(val)) {
-			error_report("-drive: id=%s: an id starts with a letter and "
-				     "holds letters, digits, '-', '.', '_'", val);
-			return -1;
-		}
-		d->id = strdup(val);
-		return d->id ? 0 : -1;
+		return parse_id(w, key, val, &d->id);
 	case 3:
 		if (strcmp(val, "raw")) {
 			error_report("-drive: format=%s: brisk supports format=raw only", val);
@@ -435,12 +446,7 @@ static int device_key(void *cfg, const char *key, const char *val, unsigned *see
 		return -1;
 	switch (k) {
 	case 0:
-		if (!*val) {
-			error_report("%s: drive= is empty", w);
-			return -1;
-		}
-		dc->drive_id = strdup(val);
-		return dc->drive_id ? 0 : -1;
+		return parse_string(w, key, val, &dc->drive_id);
 	case 1:
 		return parse_bool(w, key, val, &dc->packed);
 	case 2:
@@ -558,20 +564,12 @@ static int export_key(void *cfg, const char *key, const char *val, unsigned *see
 		return -1;
 	switch (k) {
 	case 0:
-		if (!id_valid(val)) {
-			error_report("%s: id=%s: an id starts with a letter and holds "
-				     "letters, digits, '-', '.', '_'", w, val);
-			return -1;
-		}
-		dc->export_id = strdup(val);
-		return dc->export_id ? 0 : -1;
+		return parse_id(w, key, val, &dc->export_id);
 	case 1:
 	case 2:
-		dc->drive_id = strdup(val);
-		return dc->drive_id ? 0 : -1;
+		return parse_string(w, key, val, &dc->drive_id);
 	case 3:
-		dc->socket_path = strdup(val);
-		return dc->socket_path ? 0 : -1;
+		return parse_string(w, key, val, &dc->socket_path);
 	case 4:
 		if (strcmp(val, "unix")) {
 			error_report("%s: addr.type=%s: brisk serves Unix sockets only", w, val);

@@ -105,8 +105,10 @@ int parse_queue_count(const char *what, const char *key, const char *val,
 /* A ring size: a power of two from 2 to VBLK_MAX_QUEUE_SIZE. */
 int parse_queue_size(const char *what, const char *key, const char *val,
 		     unsigned *out);
-/* QEMU's identifier rule: a letter, then letters, digits, '-', '.', '_'. */
-bool id_valid(const char *id);
+/* An id by QEMU's rule (a letter, then letters, digits, '-', '.', '_'), copied. */
+int parse_id(const char *what, const char *key, const char *val, char **out);
+/* A value that may not be empty, copied. */
+int parse_string(const char *what, const char *key, const char *val, char **out);
 /*
  * Which of keys[] key is; -1 after one error line when it is none of them
  * or comes without a value.

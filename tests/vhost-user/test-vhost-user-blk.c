@@ -32,6 +32,7 @@
 #include "hw/block/virtio-blk.h"
 #include "vu-frontend.h"
 
+#include "capture.h"
 #include "check.h"
 
 #define DISK_SIZE (4u << 20)
@@ -281,36 +282,6 @@ static int mappings_of(int fd)
 }
 
 /* ---- capturing brisk's stderr lines ---- */
-
-static int saved_stderr = -1;
-static FILE *captured;
-
-static void capture_begin(void)
-{
-	fflush(stderr);
-	captured = tmpfile();
-	saved_stderr = dup(2);
-	dup2(fileno(captured), 2);
-}
-
-/* Lines written since capture_begin; the first one in line. */
-static int capture_end(char *line, size_t size)
-{
-	int n = 0;
-	char buf[512];
-
-	fflush(stderr);
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	rewind(captured);
-	line[0] = '\0';
-	while (fgets(buf, sizeof(buf), captured)) {
-		if (n++ == 0)
-			snprintf(line, size, "%s", buf);
-	}
-	fclose(captured);
-	return n;
-}
 
 /* ---- tests ---- */
 
