@@ -57,6 +57,7 @@ say() { [ -n "$csv" ] || echo "vhost-blk-vs-qsd: $*" >&2; }
 rounds=5 seconds=5 warmup=1 rings=split,packed queues=1 depths=1,64
 caches=writeback,none backends=brisk,qsd,io_uring-limit variants= aa= poll=
 brisk_opts= cmp= cpus=0,1 disk_mib=1024 out=$top/build-bench/vhost-blk csv= quick= build_only=
+args="$*"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=${2:?}; shift ;;
@@ -225,7 +226,7 @@ echo "round,backend,ring,queues,depth,cache,iops,backend_cpu_ns_per_io,p50_ns,p9
 	echo "qemu-storage-daemon: $(qemu-storage-daemon --version | head -1)"
 	echo "fio: $(fio --version)"
 	echo "brisk: $(git -C "$top" describe --always --dirty 2>/dev/null)"
-	echo "command: tests/bench/vhost-blk-vs-qsd.sh $*"
+	echo "command: tests/bench/vhost-blk-vs-qsd.sh $args"
 	echo "front-end on CPU $fcpu, back-end and fio on CPU $bcpu; $rounds rounds of ${seconds}s after ${warmup}s"
 } >"$out/info.txt"
 [ -n "$csv" ] || cat "$out/info.txt" >&2
