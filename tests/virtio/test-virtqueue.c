@@ -1212,7 +1212,7 @@ static void test_empty_pop_race(void)
 	/* A pop that returned 0 here would leave the buffer with no kick coming. */
 	CHECK(c.r == 1);
 	CHECK(*avail_event == 1 && !vq.broken && drv_canary_ok(&d));
-	printf("empty pop race: the buffer added under the avail_event store %s\n",
+	printf("# empty pop race: the buffer added under the avail_event store %s\n",
 	       c.r == 1 ? "was popped" : "was lost");
 	drv_destroy(&d);
 }
