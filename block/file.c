@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
 #include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +127,88 @@ static int blk_file_check(struct blk_file *f, const char *path)
 	return 0;
 }
 
+/*
+ * The snapshot's copy: a clone where the filesystem shares extents
+ * (FICLONE), else the image's data extents copied, holes left holes, so a
+ * sparse image costs what it holds.  Returns the copy's fd, open O_RDWR.
+ */
+static int blk_snapshot_copy(const char *path)
+{
+	const char *dir = getenv("TMPDIR");
+	int src, dst = -1;
+	struct stat st;
+	off_t pos = 0;
+
+	if (!dir || !*dir)
+		dir = "/var/tmp";
+	src = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (src < 0) {
+		error_report("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode)) {
+		error_report("%s: snapshot=on needs a regular file", path);
+		goto fail;
+	}
+	dst = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	if (dst < 0) {
+		error_report("%s: snapshot=on: no temporary file in %s: %s", path,
+			     dir, strerror(errno));
+		goto fail;
+	}
+	if (!ioctl(dst, FICLONE, src))
+		goto done;
+	if (ftruncate(dst, st.st_size) < 0)
+		goto io_fail;
+	while (pos < st.st_size) {
+		off_t data = lseek(src, pos, SEEK_DATA), end;
+
+		if (data < 0 && errno == ENXIO)
+			break;		/* only a hole is left */
+		end = data < 0 ? -1 : lseek(src, data, SEEK_HOLE);
+		if (end < 0)
+			goto io_fail;
+		for (off_t in = data, out = data; in < end;) {
+			ssize_t n = copy_file_range(src, &in, dst, &out,
+						    (size_t)(end - in), 0);
+
+			if (n <= 0) {
+				errno = n ? errno : EIO;
+				goto io_fail;
+			}
+		}
+		pos = end;
+	}
+done:
+	close(src);
+	return dst;
+io_fail:
+	error_report("%s: snapshot=on: copying the image to %s: %s", path, dir,
+		     strerror(errno));
+fail:
+	if (dst >= 0)
+		close(dst);
+	close(src);
+	return -1;
+}
+
+/* The copy, again with the open flags a file gets (O_DIRECT...). */
+static int blk_snapshot_open(const char *path, int flags)
+{
+	char self[32];
+	int copy = blk_snapshot_copy(path), fd;
+
+	if (copy < 0)
+		return -1;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", copy);
+	fd = open(self, flags);
+	if (fd < 0)
+		error_report("%s: snapshot=on: reopening the copy: %s", path,
+			     strerror(errno));
+	close(copy);
+	return fd;
+}
+
 struct blk_file *blk_file_open(const struct blk_file_opts *opts)
 {
 	struct blk_file *f;
@@ -142,7 +226,13 @@ struct blk_file *blk_file_open(const struct blk_file_opts *opts)
 	}
 	f->readonly = opts->readonly;
 	f->direct = opts->cache == BLK_CACHE_NONE;
-	f->fd = open(opts->path, flags);
+	if (opts->snapshot && !opts->readonly) {
+		f->fd = blk_snapshot_open(opts->path, flags);
+		if (f->fd < 0)
+			goto fail;
+	} else {
+		f->fd = open(opts->path, flags);
+	}
 	if (f->fd < 0) {
 		if (errno == EINVAL && f->direct)
 			error_report("%s: cache=none: O_DIRECT not supported "

@@ -24,6 +24,12 @@ struct blk_file_opts {
 	const char *path;
 	bool readonly;
 	enum blk_cache cache;
+	/*
+	 * Serve a private copy of the image (QEMU's -snapshot): the guest's
+	 * writes go to an unlinked file in $TMPDIR (default /var/tmp), gone
+	 * at exit; the image is only read.
+	 */
+	bool snapshot;
 };
 
 /*

@@ -807,6 +807,73 @@ static bool t_open_rejects(void)
 	return true;
 }
 
+/* Bytes of f at off, all equal to c? */
+static bool all_are(int fd, off_t off, size_t len, char c)
+{
+	char buf[4096];
+
+	if (len > sizeof(buf) || pread(fd, buf, len, off) != (ssize_t)len)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] != c)
+			return false;
+	return true;
+}
+
+/*
+ * -snapshot's contract (include/block/block.h): the guest sees the image,
+ * its writes go to a private copy in $TMPDIR that leaves nothing behind,
+ * and the image is never written.
+ */
+static bool t_snapshot(void)
+{
+	char p[4200], tmp[4200], a[4096], b[4096], c[4096];
+	const char *old_tmp = getenv("TMPDIR");
+	struct blk_file_opts o = { .path = p, .snapshot = true };
+	struct blk_file *f;
+	int fd;
+
+	memset(a, 'A', sizeof(a));
+	memset(b, 'B', sizeof(b));
+	memset(c, 'C', sizeof(c));
+	/* Data, a hole, data: the copy must hold both, and zeros between. */
+	REQUIRE(make_file(p, sizeof(p), "snap.raw", 2 << 20));
+	fd = open(p, O_WRONLY);
+	REQUIRE(fd >= 0);
+	REQUIRE(pwrite(fd, a, sizeof(a), 0) == sizeof(a));
+	REQUIRE(pwrite(fd, b, sizeof(b), 1 << 20) == sizeof(b));
+	close(fd);
+	snprintf(tmp, sizeof(tmp), "%s/snap-tmp", dir);
+	REQUIRE(mkdir(tmp, 0700) == 0);
+	setenv("TMPDIR", tmp, 1);
+	f = blk_file_open(&o);
+	REQUIRE(f && f->size == 2 << 20 && !f->readonly);
+	CHECK(all_are(f->fd, 0, sizeof(a), 'A'));
+	CHECK(all_are(f->fd, 8192, 4096, 0));
+	CHECK(all_are(f->fd, 1 << 20, sizeof(b), 'B'));
+	CHECK(pwrite(f->fd, c, sizeof(c), 0) == sizeof(c));
+	CHECK(pwrite(f->fd, c, sizeof(c), (2 << 20) - 4096) == sizeof(c));
+	CHECK(all_are(f->fd, 0, sizeof(c), 'C'));
+	/* Nothing named in TMPDIR, even while the copy is open. */
+	CHECK(rmdir(tmp) == 0);
+	blk_file_close(f);
+	fd = open(p, O_RDONLY);
+	REQUIRE(fd >= 0);
+	CHECK(all_are(fd, 0, sizeof(a), 'A'));
+	CHECK(all_are(fd, (2 << 20) - 4096, 4096, 0));
+	close(fd);
+	/* A TMPDIR that cannot hold the copy fails the open, in one line. */
+	f = blk_file_open(&o);
+	CHECK(!f);
+	blk_file_close(f);
+	if (old_tmp)
+		setenv("TMPDIR", old_tmp, 1);
+	else
+		unsetenv("TMPDIR");
+	unlink(p);
+	return true;
+}
+
 static bool t_iov_advance(void)
 {
 	struct iovec iov[4];
@@ -1436,6 +1503,7 @@ int main(int argc, char **argv)
 				run_env_test(tests[i].name, (enum blk_aio)aio,
 					     tests[i].fn, tests[i].afn);
 	report("open-rejects", t_open_rejects());
+	report("snapshot", t_snapshot());
 	report("iov-advance", t_iov_advance());
 	report("fallback-to-threads", t_fallback());
 	report("enospc", t_enospc());
