@@ -239,6 +239,7 @@ static int drive_key(struct blk_drive_cfg *d, const char *key, const char *val,
 {
 	static const char *const keys[] = {
 		"file", "if", "id", "format", "aio", "cache", "readonly",
+		"media", "snapshot",
 	};
 	const char *w = "-drive";
 	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
@@ -286,8 +287,16 @@ static int drive_key(struct blk_drive_cfg *d, const char *key, const char *val,
 			return -1;
 		}
 		return 0;
-	default:
+	case 6:
 		return parse_bool(w, key, val, &d->readonly);
+	case 7:
+		if (strcmp(val, "disk")) {
+			error_report("-drive: media=%s: brisk has disks only (media=disk)", val);
+			return -1;
+		}
+		return 0;
+	default:
+		return parse_bool(w, key, val, &d->snapshot);
 	}
 }
 
@@ -635,10 +644,17 @@ fail:
 	return -1;
 }
 
+void blk_cmdline_snapshot(struct blk_cmdline *c)
+{
+	c->snapshot = true;
+}
+
 int blk_cmdline_finish(struct blk_cmdline *c)
 {
 	if (c->finished)
 		return 0;
+	for (unsigned i = 0; i < c->nr_drives; i++)
+		c->drives[i].snapshot |= c->snapshot;
 	for (unsigned i = 0; i < c->nr_devs; i++) {
 		struct blk_device_cfg *dc = &c->devs[i];
 		const char *w = dc->socket_path ? "-export vhost-user-blk" :

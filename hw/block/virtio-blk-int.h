@@ -29,6 +29,7 @@ struct blk_drive_cfg {
 	char *id;		/* NULL for an anonymous if=virtio drive */
 	char *file;
 	bool readonly;
+	bool snapshot;		/* writes to a private copy (block/file.c) */
 	bool if_virtio;		/* short form: makes its own device */
 	enum blk_aio aio;
 	enum blk_cache cache;
@@ -91,6 +92,7 @@ struct blk_cmdline {
 	unsigned nr_chardevs;
 	struct vublk_cfg *vublks;
 	unsigned nr_vublks;
+	bool snapshot;		/* -snapshot: every drive */
 	bool finished;
 };
 

@@ -1049,6 +1049,7 @@ static struct vblk *vblk_new(const struct guest_mem *mem, unsigned ncpus,
 	struct vblk *s = calloc(1, sizeof(*s));
 	struct blk_file_opts o = {
 		.path = d->file, .readonly = d->readonly, .cache = d->cache,
+		.snapshot = d->snapshot,
 	};
 
 	if (!s)
@@ -1146,8 +1147,10 @@ int blk_drives_check(const struct blk_cmdline *c)
 		return -1;
 	for (unsigned i = 0; i < c->nr_drives; i++) {
 		const struct blk_drive_cfg *d = &c->drives[i];
+		/* A snapshot's image is only read: checked without a copy. */
 		struct blk_file_opts o = {
-			.path = d->file, .readonly = d->readonly, .cache = d->cache,
+			.path = d->file, .readonly = d->readonly || d->snapshot,
+			.cache = d->cache,
 		};
 		struct blk_file *f = blk_file_open(&o);
 

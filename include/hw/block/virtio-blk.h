@@ -26,6 +26,8 @@ int blk_cmdline_device(struct blk_cmdline *c, const char *arg);
 int blk_cmdline_export(struct blk_cmdline *c, const char *arg);
 /* -chardev socket,...: the socket of a -device vhost-user-blk-pci. */
 int blk_cmdline_chardev(struct blk_cmdline *c, const char *arg);
+/* -snapshot: every drive's writes go to a private copy of its image. */
+void blk_cmdline_snapshot(struct blk_cmdline *c);
 int blk_cmdline_finish(struct blk_cmdline *c);
 /*
  * Whether guest RAM must be shareable (machine.ram_shared): a
