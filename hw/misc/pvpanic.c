@@ -17,7 +17,11 @@ static void pvpanic_write(void *opaque, uint64_t offset, uint64_t value,
 
 	(void)offset, (void)size;
 	/* CRASH_LOADED: a kdump kernel takes over; brisk keeps running. */
-	if (value & PVPANIC_PANICKED)
+	if (!(value & PVPANIC_PANICKED) || m->panic == PANIC_NONE)
+		return;
+	if (m->panic == PANIC_SHUTDOWN)
+		m->shutdown(m, BRISK_EXIT_OK, NULL);
+	else
 		m->shutdown(m, BRISK_EXIT_PANIC, "guest kernel panicked");
 }
 

@@ -12,6 +12,13 @@
 struct pci_bus;
 
 /*
+ * What a pvpanic report does (-action panic=): exit with
+ * BRISK_EXIT_PANIC (the zero value, brisk's default), exit 0 as a
+ * power-off would (QEMU's panic=shutdown), or nothing.
+ */
+enum machine_panic { PANIC_EXIT_FAILURE, PANIC_SHUTDOWN, PANIC_NONE };
+
+/*
  * What every device may see of the board it sits on.  The board (hw/x86)
  * owns and fills it; accel/ fills irq; devices only register on the buses
  * and use mem/irq.
@@ -28,6 +35,7 @@ struct machine {
 	 * back-end serving one of the guest's devices); set before the RAM is.
 	 */
 	bool ram_shared;
+	enum machine_panic panic;
 
 	/*
 	 * Ends the VM: brisk stops every vCPU and exits with status.  Any
