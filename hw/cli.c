@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -145,23 +146,129 @@ static int parse_device(const char *arg, struct cli_opts *o)
 
 	if (len == strlen("isa-debug-exit") && !strncmp(arg, "isa-debug-exit", len))
 		return parse_debug_exit(props, o);
+	/* Every brisk board has its pvpanic; QEMU's CI lines ask for it. */
+	if (!strcmp(arg, "pvpanic"))
+		return 0;
 	if ((len == strlen("virtio-blk-pci") && !strncmp(arg, "virtio-blk-pci", len)) ||
 	    (len == strlen("vhost-user-blk-pci") && !strncmp(arg, "vhost-user-blk-pci", len)))
 		return add_blk(o, CLI_BLK_DEVICE, arg);
 	error_report("-device: unknown device '%.*s' (supported: "
-		     "virtio-blk-pci, vhost-user-blk-pci, isa-debug-exit)", (int)len, arg);
+		     "virtio-blk-pci, vhost-user-blk-pci, isa-debug-exit, pvpanic)",
+		     (int)len, arg);
 	return -1;
 }
 
 static int parse_serial(const char *arg, struct cli_opts *o)
 {
+	/* brisk has no monitor: mon:stdio is the console alone, Ctrl-A x still quits. */
+	if (!strcmp(arg, "mon:stdio"))
+		arg = "stdio";
 	if (strcmp(arg, "stdio") && strcmp(arg, "none") &&
 	    (strncmp(arg, "file:", 5) || !arg[5])) {
 		error_report("-serial: unsupported backend '%s' "
-			     "(stdio, file:PATH or none)", arg);
+			     "(stdio, mon:stdio, file:PATH or none)", arg);
 		return -1;
 	}
 	o->serial = arg;
+	o->serial_given = true;
+	return 0;
+}
+
+/* Whether the n bytes at p, one item of a comma list, are exactly s. */
+static bool item_is(const char *p, size_t n, const char *s)
+{
+	return strlen(s) == n && !strncmp(p, s, n);
+}
+
+/*
+ * QEMU options whose values brisk honours by being what it is: no
+ * display, VGA, monitor or network, and vCPUs that are the host's CPU as
+ * KVM offers it.  Any other value asks for something brisk lacks.
+ */
+static const struct {
+	const char *opt, *values[2], *why;
+} fixed_opts[] = {
+	{ "cpu", { "host", "max" }, "brisk's vCPUs are the host's CPU as KVM offers it" },
+	{ "display", { "none" }, "brisk has no display" },
+	{ "vga", { "none" }, "brisk has no display" },
+	{ "monitor", { "none" }, "brisk has no monitor" },
+	{ "net", { "none" }, "brisk has no network device" },
+	{ "nic", { "none" }, "brisk has no network device" },
+};
+
+static int parse_fixed(const char *opt, const char *arg)
+{
+	for (unsigned i = 0; i < ARRAY_SIZE(fixed_opts); i++) {
+		const char *const *v = fixed_opts[i].values;
+
+		if (strcmp(opt, fixed_opts[i].opt))
+			continue;
+		if (!strcmp(arg, v[0]) || (v[1] && !strcmp(arg, v[1])))
+			return 0;
+		error_report("-%s %s: %s (only -%s %s%s%s)", opt, arg,
+			     fixed_opts[i].why, opt, v[0], v[1] ? " or " : "",
+			     v[1] ? v[1] : "");
+		return -1;
+	}
+	assert(!"an option without its fixed_opts entry");
+	return -1;
+}
+
+/*
+ * -action panic=exit-failure|shutdown|none, reboot=shutdown,
+ * shutdown=poweroff: what brisk does anyway, or what pvpanic can do.
+ * pause and reset would need a monitor or a rebooting board.
+ */
+static int parse_action(const char *arg, struct cli_opts *o)
+{
+	static const struct {
+		const char *item;
+		int panic;		/* -1: accepted, changes nothing */
+	} actions[] = {
+		{ "panic=exit-failure", PANIC_EXIT_FAILURE },
+		{ "panic=shutdown", PANIC_SHUTDOWN },
+		{ "panic=none", PANIC_NONE },
+		{ "reboot=shutdown", -1 },
+		{ "shutdown=poweroff", -1 },
+	};
+
+	while (*arg) {
+		size_t n = strcspn(arg, ",");
+		unsigned i;
+
+		for (i = 0; i < ARRAY_SIZE(actions); i++)
+			if (item_is(arg, n, actions[i].item))
+				break;
+		if (i == ARRAY_SIZE(actions)) {
+			error_report("-action: unsupported '%.*s' (panic=exit-failure|"
+				     "shutdown|none, reboot=shutdown, shutdown=poweroff)",
+				     (int)n, arg);
+			return -1;
+		}
+		if (actions[i].panic >= 0)
+			o->panic = (enum machine_panic)actions[i].panic;
+		arg += n + (arg[n] == ',');
+	}
+	return 0;
+}
+
+/* -rtc base=utc|localtime[,clock=host]: the RTC follows the host's clock. */
+static int parse_rtc(const char *arg, struct cli_opts *o)
+{
+	while (*arg) {
+		size_t n = strcspn(arg, ",");
+
+		if (item_is(arg, n, "base=utc"))
+			o->rtc_localtime = false;
+		else if (item_is(arg, n, "base=localtime"))
+			o->rtc_localtime = true;
+		else if (!item_is(arg, n, "clock=host")) {
+			error_report("-rtc: unsupported '%.*s' (base=utc|localtime, "
+				     "clock=host)", (int)n, arg);
+			return -1;
+		}
+		arg += n + (arg[n] == ',');
+	}
 	return 0;
 }
 
@@ -213,6 +320,10 @@ static int parse_machine(const char *arg, struct cli_opts *o)
 		size_t n = strcspn(arg, ",");
 		bool known = false;
 
+		/* accel=kvm, or a list of fallbacks that tries KVM first. */
+		if (item_is(arg, n, "accel=kvm") ||
+		    (n > 10 && !strncmp(arg, "accel=kvm:", 10)))
+			known = true;
 		if (n > 8 && !strncmp(arg, "dumpdtb=", 8)) {
 			if (n - 8 >= sizeof(o->dumpdtb_path)) {
 				error_report("-machine: dumpdtb path too long");
@@ -228,7 +339,7 @@ static int parse_machine(const char *arg, struct cli_opts *o)
 				known = true;
 		if (!known) {
 			error_report("-machine: unsupported '%.*s' (the machine "
-				     "type, dumpdtb=FILE)", (int)n, arg);
+				     "type, accel=kvm, dumpdtb=FILE)", (int)n, arg);
 			return -1;
 		}
 		arg += n + (arg[n] == ',');
@@ -278,7 +389,8 @@ enum opt_id {
 	OPT_KERNEL, OPT_INITRD, OPT_APPEND, OPT_M, OPT_SMP, OPT_SERIAL,
 	OPT_DEVICE, OPT_DRIVE, OPT_NAME, OPT_TIMEOUT, OPT_NOGRAPHIC,
 	OPT_NOREBOOT, OPT_HELP, OPT_VERSION, OPT_ACCEL, OPT_CHECK_KVM,
-	OPT_DTB, OPT_MACHINE, OPT_EXPORT, OPT_CHARDEV,
+	OPT_DTB, OPT_MACHINE, OPT_EXPORT, OPT_CHARDEV, OPT_FIXED, OPT_ACTION,
+	OPT_RTC, OPT_SNAPSHOT, OPT_NODEFAULTS, OPT_NOOP,
 };
 
 static const struct {
@@ -299,11 +411,26 @@ static const struct {
 	{ "dtb", OPT_DTB, true }, { "machine", OPT_MACHINE, true },
 	{ "M", OPT_MACHINE, true }, { "export", OPT_EXPORT, true },
 	{ "chardev", OPT_CHARDEV, true },
+	{ "cpu", OPT_FIXED, true }, { "display", OPT_FIXED, true },
+	{ "vga", OPT_FIXED, true }, { "monitor", OPT_FIXED, true },
+	{ "net", OPT_FIXED, true }, { "nic", OPT_FIXED, true },
+	{ "action", OPT_ACTION, true }, { "rtc", OPT_RTC, true },
+	{ "snapshot", OPT_SNAPSHOT, false },
+	{ "nodefaults", OPT_NODEFAULTS, false },
+	/* KVM is brisk's only accelerator; it reads no configuration file. */
+	{ "enable-kvm", OPT_NOOP, false }, { "no-user-config", OPT_NOOP, false },
 };
 
-static int apply(struct cli_opts *o, enum opt_id id, const char *arg)
+static int apply(struct cli_opts *o, enum opt_id id, const char *name,
+		 const char *arg)
 {
 	switch (id) {
+	case OPT_FIXED: return parse_fixed(name, arg);
+	case OPT_ACTION: return parse_action(arg, o);
+	case OPT_RTC: return parse_rtc(arg, o);
+	case OPT_SNAPSHOT: o->snapshot = true; return 0;
+	case OPT_NODEFAULTS: o->nodefaults = true; return 0;
+	case OPT_NOOP: return 0;
 	case OPT_KERNEL: o->kernel = arg; return 0;
 	case OPT_INITRD: o->initrd = arg; return 0;
 	case OPT_DTB: o->dtb = arg; return 0;
@@ -361,11 +488,14 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 			}
 			arg = argv[++i];
 		}
-		if (apply(o, options[k].id, arg))
+		if (apply(o, options[k].id, options[k].name, arg))
 			return -1;
 		if (o->action != CLI_RUN)
 			return 0;
 	}
+	/* As QEMU: -nodefaults leaves no serial port that -serial did not ask for. */
+	if (o->nodefaults && !o->serial_given)
+		o->serial = "none";
 	if (o->nr_exports)
 		return cli_check_daemon(o);
 	if (!o->kernel && !o->dumpdtb) {
@@ -380,38 +510,75 @@ void cli_print_help(void)
 	fputs("Usage: brisk -kernel bzImage [options]\n"
 	      "       brisk -drive ...,id=ID -export vhost-user-blk,... (no guest)\n"
 	      "\n"
-	      "  -kernel FILE        Linux bzImage to boot (required)\n"
+	      "Guest:\n"
+	      "  -kernel FILE        Linux bzImage (x86) or Image (arm64) to boot\n"
 	      "  -initrd FILE        initial ramdisk\n"
-	      "  -dtb FILE           boot with this device tree (arm64)\n"
-	      "  -machine [TYPE][,dumpdtb=FILE]  write the board's device\n"
-	      "                      tree to FILE and exit (arm64)\n"
 	      "  -append STRING      kernel command line\n"
-	      "  -m SIZE             guest RAM: 512 (MiB), 512M, 2G... (default 512M)\n"
-	      "  -smp N              number of vCPUs (default 1)\n"
-	      "  -serial BACKEND     COM1: stdio (default), file:PATH or none\n"
-	      "  -drive ARGS         a disk image, e.g. file=disk.img,if=virtio\n"
-	      "  -device virtio-blk-pci,drive=ID[,...]\n"
-	      "  -device vhost-user-blk-pci,chardev=ID[,num-queues=N][,queue-size=N]\n"
-	      "          [,packed=on]  a disk served by a vhost-user back-end\n"
-	      "                      (qemu-storage-daemon, brisk -export...)\n"
-	      "  -chardev socket,id=ID,path=SOCKET[,reconnect=SECONDS]\n"
-	      "                      the back-end's socket for vhost-user-blk-pci\n"
-	      "  -device isa-debug-exit[,iobase=0x501,iosize=2]\n"
-	      "  -export vhost-user-blk,id=ID,drive=ID,addr.path=SOCKET[,...]\n"
-	      "                      serve a drive to vhost-user front-ends (QEMU...)\n"
-	      "                      on a Unix socket; brisk then runs no guest\n"
+	      "  -m [size=]SIZE      RAM: 512 (MiB), 512M, 2G... (default 512M)\n"
+	      "  -smp [cpus=]N       vCPUs, 1 to 254 (default 1)\n"
+	      "  -dtb FILE           boot with this device tree (arm64)\n"
+	      "  -machine|-M [TYPE][,accel=kvm][,dumpdtb=FILE]  TYPE pc, q35,\n"
+	      "                      virt or microvm names brisk's one board;\n"
+	      "                      dumpdtb writes its device tree and exits (arm64)\n"
+	      "  -serial BACKEND     the console: stdio (default), mon:stdio (the\n"
+	      "                      same: brisk has no monitor), file:PATH, none\n"
+	      "  -rtc base=utc|localtime[,clock=host]  RTC time (default utc)\n"
+	      "  -action panic=exit-failure|shutdown|none  pvpanic: exit 2\n"
+	      "                      (default), exit 0, or nothing;\n"
+	      "                      reboot=shutdown, shutdown=poweroff (always so)\n"
+	      "  -device pvpanic     accepted: every board has one\n"
+	      "  -device isa-debug-exit[,iobase=0x501][,iosize=2]\n"
 	      "  -timeout SECONDS    stop the guest after SECONDS, exit 124\n"
 	      "  -name NAME          a name for this guest\n"
+	      "\n"
+	      "Disks:\n"
+	      "  -drive file=F[,if=virtio|none][,id=ID][,format=raw]\n"
+	      "         [,aio=io_uring|threads][,cache=writeback|none]\n"
+	      "         [,readonly=on|off][,snapshot=on|off][,media=disk]\n"
+	      "                      a raw image (defaults: if=virtio, aio=io_uring,\n"
+	      "                      cache=writeback, readonly=off, snapshot=off)\n"
+	      "  -snapshot           every drive writes to a private copy of its\n"
+	      "                      image, in $TMPDIR (default /var/tmp), dropped\n"
+	      "                      at exit: the image is only read\n"
+	      "  -device virtio-blk-pci,drive=ID[,packed=off][,num-queues=N]\n"
+	      "         [,queue-size=256][,serial=S][,event_idx=on][,indirect_desc=on]\n"
+	      "         [,poll-us=2000][,iothreads=1][,irq-coalesce-us=0]\n"
+	      "         [,irq-interval-us=0][,logical_block_size=512]\n"
+	      "         [,physical_block_size=N]\n"
+	      "                      the values shown are the defaults; num-queues\n"
+	      "                      is the vCPU count (at most 64), queue-size at\n"
+	      "                      most 1024; logical_block_size is the host's\n"
+	      "                      O_DIRECT block with cache=none\n"
+	      "  -device vhost-user-blk-pci,chardev=ID[,num-queues=N][,queue-size=256]\n"
+	      "         [,packed=off][,event_idx=on][,indirect_desc=on]\n"
+	      "                      a disk served by a vhost-user back-end\n"
+	      "                      (qemu-storage-daemon, brisk -export...)\n"
+	      "  -chardev socket,id=ID,path=SOCKET[,reconnect=SECONDS] | socket,id=ID,fd=N\n"
+	      "                      the back-end's socket for vhost-user-blk-pci\n"
+	      "  -export vhost-user-blk,id=ID,drive=ID,addr.path=SOCKET[,num-queues=1]\n"
+	      "         [,queue-size=256][,writable=off][,serial=S][,poll-us=2000]\n"
+	      "         [,iothreads=1]\n"
+	      "                      serve a drive to vhost-user front-ends (QEMU...)\n"
+	      "                      on a Unix socket; brisk then runs no guest\n"
+	      "\n"
+	      "KVM:\n"
 	      "  -accel kvm[,check=on|off]  check=off boots even where /dev/kvm\n"
 	      "                      fails brisk's test guest (see --check-kvm)\n"
+	      "  -enable-kvm         accepted: KVM is brisk's only accelerator\n"
+	      "  -cpu host|max       accepted: vCPUs are the host's CPU as KVM\n"
+	      "                      offers it\n"
 	      "  --check-kvm         say what backs /dev/kvm and whether it runs\n"
 	      "                      ordinary guests at hardware speed (exit 0/1)\n"
-	      "  -nographic, -no-reboot  accepted; brisk has no display and a\n"
-	      "                      guest reboot always ends brisk\n"
+	      "\n"
+	      "Accepted for QEMU's command lines, as brisk has none of what they\n"
+	      "turn off: -nographic, -no-reboot (a guest reboot always ends brisk),\n"
+	      "-display none, -vga none, -monitor none, -net none, -nic none,\n"
+	      "-no-user-config, -nodefaults (no console unless -serial gives one).\n"
+	      "\n"
 	      "  -h, --help          this text\n"
 	      "  --version           print the version\n"
 	      "\n"
 	      "Exit status: 0 guest powered off or rebooted, 1 error, 2 guest\n"
-	      "panic, 124 timeout, (V << 1) | 1 for isa-debug-exit value V.\n"
-	      "Ctrl-A x on the console quits.\n", stdout);
+	      "panic, 124 timeout, 128+N signal N, (V << 1) | 1 for isa-debug-exit\n"
+	      "value V.  Ctrl-A x on the console quits.\n", stdout);
 }

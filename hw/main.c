@@ -55,6 +55,8 @@ static int blk_parse(struct brisk *b)
 		if (parse(b->blk, a->arg))
 			return -1;
 	}
+	if (o->snapshot)
+		blk_cmdline_snapshot(b->blk);
 	return blk_cmdline_finish(b->blk) || blk_drives_check(b->blk);
 }
 
@@ -226,6 +228,7 @@ static int run(struct brisk *b)
 	m->ncpus = o->ncpus;
 	if (o->kvm_check && kvm_refuse_unusable(b->ops))
 		return BRISK_EXIT_FAILURE;
+	m->panic = o->panic;
 	b->vm = kvm_vm_new(m, b->ops->ram_end(b->board));
 	if (!b->vm)
 		return BRISK_EXIT_FAILURE;

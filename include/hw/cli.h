@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hw/machine.h"
+
 #define CLI_MIN_RAM (64ull << 20)
 #define CLI_MAX_RAM (1ull << 40)
 #define CLI_DEFAULT_RAM (512ull << 20)
@@ -40,6 +42,11 @@ struct cli_opts {
 	unsigned ncpus;
 	unsigned timeout_s;		/* 0: none */
 	bool kvm_check;			/* refuse a /dev/kvm that cannot run the guest */
+	bool snapshot;			/* -snapshot: drives write to private copies */
+	bool rtc_localtime;		/* -rtc base=localtime */
+	bool nodefaults;		/* -nodefaults: no serial unless -serial */
+	bool serial_given;
+	enum machine_panic panic;	/* -action panic= */
 	bool debug_exit;
 	uint16_t debug_exit_iobase, debug_exit_iosize;
 	struct cli_blk_arg blk[CLI_MAX_BLK_ARGS];
