@@ -101,7 +101,8 @@ static int virt_devices(struct board *b, struct machine *m)
 	b->uart = pl011_new(m, ARM_UART_BASE, ARM_UART_SPI, cd);
 	if (!b->uart)
 		return -1;
-	b->rtc = pl031_new(m, ARM_RTC_BASE, pl031_host_now);
+	b->rtc = pl031_new(m, ARM_RTC_BASE, o->rtc_localtime ?
+			   pl031_host_localtime : pl031_host_now);
 	if (!b->rtc || pvpanic_init(m, &m->mmio, ARM_PVPANIC_BASE))
 		return -1;
 	if (o->debug_exit &&

@@ -47,6 +47,17 @@ uint64_t pl031_host_now(void)
 	return (uint64_t)time(NULL);
 }
 
+uint64_t pl031_host_localtime(void)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	/* The guest reads the counter as UTC: shift it by the host's zone. */
+	if (!localtime_r(&t, &tm))
+		return (uint64_t)t;
+	return (uint64_t)(t + tm.tm_gmtoff);
+}
+
 static uint32_t pl031_dr(const struct pl031 *r)
 {
 	return (uint32_t)(r->now() + r->offset);

@@ -205,6 +205,32 @@ static void test_pl031(void)
 }
 
 /* The arm64 board puts both on MMIO; a 32-bit store is what the guest does. */
+/*
+ * -rtc base=localtime: the counter runs in the host's zone.  POSIX TZ
+ * "XXX-5" is five hours east of UTC, "YYY+3" three hours west.
+ */
+static void test_pl031_localtime(void)
+{
+	const char *old = getenv("TZ");
+	static const struct { const char *tz; long off; } zones[] = {
+		{ "XXX-5", 5 * 3600 }, { "YYY+3", -3 * 3600 }, { "UTC0", 0 },
+	};
+
+	for (unsigned i = 0; i < sizeof(zones) / sizeof(zones[0]); i++) {
+		setenv("TZ", zones[i].tz, 1);
+		tzset();
+		uint64_t utc = pl031_host_now();
+		long d = (long)(pl031_host_localtime() - utc) - zones[i].off;
+
+		CHECK(d >= 0 && d <= 1);	/* a second may tick between */
+	}
+	if (old)
+		setenv("TZ", old, 1);
+	else
+		unsetenv("TZ");
+	tzset();
+}
+
 static void test_mmio_exits(void)
 {
 	struct test_board b;
@@ -311,6 +337,7 @@ int main(void)
 {
 	test_pl011();
 	test_pl031();
+	test_pl031_localtime();
 	test_mmio_exits();
 	test_mmio_debug_exit_default();
 	test_ecam();

@@ -21,5 +21,7 @@ struct pl031 *pl031_new(struct machine *m, uint64_t base,
 void pl031_free(struct pl031 *r);
 /* The host's wall clock, in seconds since the epoch. */
 uint64_t pl031_host_now(void);
+/* The same in the host's time zone, for -rtc base=localtime. */
+uint64_t pl031_host_localtime(void);
 
 #endif
