@@ -289,7 +289,17 @@ static void test_pvpanic(void)
 	CHECK(take_status(&b) == NO_SHUTDOWN);
 	outb(&b, 0x505, 0x01);
 	CHECK(b.why && strstr(b.why, "panic"));
-	CHECK(take_status(&b) == BRISK_EXIT_PANIC);
+	CHECK(take_status(&b) == 2);		/* README: exit 2 on a panic */
+	/* -action panic=shutdown: exit 0, as a power-off; panic=none: go on. */
+	b.m.panic = PANIC_SHUTDOWN;
+	outb(&b, 0x505, 0x01);
+	CHECK(take_status(&b) == 0);
+	b.m.panic = PANIC_NONE;
+	outb(&b, 0x505, 0x01);
+	CHECK(take_status(&b) == NO_SHUTDOWN);
+	b.m.panic = PANIC_EXIT_FAILURE;
+	outb(&b, 0x505, 0x01);
+	CHECK(take_status(&b) == 2);
 	board_destroy(&b);
 }
 
