@@ -203,7 +203,17 @@ if [ "$vmm" = brisk ]; then
 	check $? "brisk --check-kvm: usable on the ${BRISK_WITH_KVM_ROUTE:-} route" "$(echo $out)"
 	echo "$out" | sed 's/^/# /'
 fi
-boot poweroff-smp1 1 512 poweroff 0
+# The options QEMU CI command lines carry (tests/cli/qemu-lines.txt), in a
+# real boot: the console must still be the console, -nodefaults and all.
+qemu_ci=()
+if [ "$vmm" = brisk ]; then
+	if [ "$arch" = arm64 ]; then mtype=virt; else mtype=q35; fi
+	qemu_ci=(-enable-kvm -cpu host -machine "$mtype,accel=kvm" -nodefaults
+		-no-user-config -display none -vga none -monitor none
+		-serial mon:stdio -net none -nic none -device pvpanic
+		-action panic=exit-failure,reboot=shutdown -rtc base=utc,clock=host)
+fi
+boot poweroff-smp1 1 512 poweroff 0 "${qemu_ci[@]}"
 boot reboot-smp2 2 1024 reboot 0 -no-reboot
 boot debug-exit-1-smp4 4 1024 debug-exit=1 3 "${dx[@]}"
 boot debug-exit-0x21-smp2 2 512 debug-exit=0x21 67 "${dx[@]}"
