@@ -379,15 +379,21 @@ if want split; then
 		mkdisk b.raw $((48 * MiB)) pa@2
 		mkdisk c.raw $((33 * MiB)) pc@1
 		c_sum=$(md5sum <c.raw)
+		mkdisk s.raw $((16 * MiB)) pb@3
+		s_sum=$(md5sum <s.raw)
 	}
-	run_vm $b "" prep_split -m 512M -smp 1 \
-		-append "console=$console quiet blk.w=brisk-a:3:pa blk.r=brisk-a:5 blk.w=brisk-b:7:pc blk.r=brisk-b:2 blk.r=brisk-ro:1 blk.ro=brisk-ro:1:pb" \
+	# snapshot=on: the guest reads back what it wrote, from a private
+	# copy in TMPDIR (the nested host's /var/tmp is read-only).
+	TMPDIR=${TMPDIR:-/tmp} run_vm $b "" prep_split -m 512M -smp 1 \
+		-append "console=$console quiet blk.w=brisk-a:3:pa blk.r=brisk-a:5 blk.w=brisk-b:7:pc blk.r=brisk-b:2 blk.r=brisk-ro:1 blk.ro=brisk-ro:1:pb blk.w=brisk-snap:3:pa blk.r=brisk-snap:3" \
 		-drive file=a.raw,if=none,id=d0,format=raw,aio=io_uring,cache=none \
 		-device virtio-blk-pci,drive=d0,packed=off,queue-size=256,serial=brisk-a \
 		-drive file=b.raw,if=none,id=d1,format=raw,aio=threads,cache=writeback \
 		-device virtio-blk-pci,drive=d1,packed=off,queue-size=256,serial=brisk-b,irq-interval-us=500,irq-coalesce-us=200 \
 		-drive file=c.raw,if=none,id=d2,format=raw,readonly=on,cache=none \
-		-device virtio-blk-pci,drive=d2,queue-size=256,serial=brisk-ro
+		-device virtio-blk-pci,drive=d2,queue-size=256,serial=brisk-ro \
+		-drive file=s.raw,if=none,id=d3,format=raw,snapshot=on,media=disk \
+		-device virtio-blk-pci,drive=d3,serial=brisk-snap
 	expect_exit $b 0
 	grep -qx BLK-DONE "$log"
 	check $? "$b: guest finished its work"
@@ -406,6 +412,8 @@ if want split; then
 		echo "# $l"
 	done
 	check $([ "$(md5sum <c.raw)" = "$c_sum" ]; echo $?) "$b: read-only disk file unchanged"
+	check_gread $b brisk-snap 3 pa
+	check $([ "$(md5sum <s.raw)" = "$s_sum" ]; echo $?) "$b: snapshot=on disk's image unchanged"
 	finish_boot $b
 fi
 
