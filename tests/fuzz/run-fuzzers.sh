@@ -35,7 +35,10 @@ if ! command -v clang >/dev/null; then
 	exit 1
 fi
 if [ ! -f $build/build.ninja ]; then
-	CC=clang meson setup $build -Dfuzz=true -Db_lundef=false >/dev/null || exit 1
+	# Debian 12's clang 14 lacks -ftrivial-auto-var-init; the fuzzers
+	# are better off without it anyway: zeroed stack hides no bug.
+	CC=clang meson setup $build -Dfuzz=true -Db_lundef=false \
+		-Dauto_var_init=off >/dev/null || exit 1
 fi
 ninja -C $build -j2 "${targets[@]/#/tests/fuzz/}" >/dev/null || {
 	echo "run-fuzzers.sh: build failed (ninja -C $build)" >&2
