@@ -59,6 +59,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(o.nr_blk <= CLI_MAX_BLK_ARGS);
 		assert(o.ncpus >= 1 && o.ncpus <= CLI_MAX_CPUS);
 		assert(o.ram_size >= CLI_MIN_RAM && o.ram_size <= CLI_MAX_RAM);
+		assert(o.panic <= PANIC_NONE && o.serial);
+		if (c && o.snapshot)
+			blk_cmdline_snapshot(c);
 		for (unsigned i = 0; c && ret == 0 && i < o.nr_blk; i++)
 			ret = (o.blk[i].kind == CLI_BLK_DRIVE ? blk_cmdline_drive :
 			       o.blk[i].kind == CLI_BLK_DEVICE ? blk_cmdline_device :
