@@ -21,6 +21,7 @@
 #include "hw/machine.h"
 #include "hw/pci/pci.h"
 #include "util/clock.h"
+#include "util/iothread.h"
 #include "util/log.h"
 
 /* Everything run() builds, so that teardown can undo exactly that. */
@@ -34,6 +35,7 @@ struct brisk {
 	struct kvm_vm *vm;
 	bool bus_ready;
 	int sig_fd;
+	bool done;		/* wait_for_shutdown() may return */
 };
 
 static int blk_parse(struct brisk *b)
@@ -87,45 +89,59 @@ static int64_t now_ms(void)
 	return (int64_t)(clock_now_ns() / 1000000);
 }
 
-/* Until some thread calls m->shutdown(), a signal arrives or time runs out. */
+static void vm_done(void *opaque)
+{
+	struct brisk *b = opaque;
+
+	b->done = true;
+}
+
+static void got_signal(void *opaque)
+{
+	struct brisk *b = opaque;
+	struct signalfd_siginfo si;
+	char why[80];
+
+	if (read(b->sig_fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	snprintf(why, sizeof(why), "terminating on signal %u", si.ssi_signo);
+	/* As a shell reports a process killed by it. */
+	b->m.shutdown(&b->m, 128 + si.ssi_signo, why);
+	b->done = true;
+}
+
+/*
+ * Until some thread calls m->shutdown(), a signal arrives or time runs
+ * out; meanwhile the main thread serves the devices' timers (m->loop).
+ */
 static void wait_for_shutdown(struct brisk *b)
 {
 	struct machine *m = &b->m;
 	unsigned timeout = b->opts.timeout_s;
 	int64_t deadline = now_ms() + timeout * 1000ll;
-	struct pollfd fds[2] = {
-		{ .fd = kvm_vm_done_fd(b->vm), .events = POLLIN },
-		{ .fd = b->sig_fd, .events = POLLIN },
-	};
 	char why[80];
 
-	for (;;) {
+	if (iothread_add_fd(m->loop, kvm_vm_done_fd(b->vm), vm_done, b) ||
+	    iothread_add_fd(m->loop, b->sig_fd, got_signal, b)) {
+		m->shutdown(m, BRISK_EXIT_FAILURE, "cannot watch for the VM's end");
+		return;
+	}
+	while (!b->done) {
 		int wait = timeout ? (int)(deadline - now_ms()) : -1;
 
 		if (timeout && wait <= 0) {
 			snprintf(why, sizeof(why),
 				 "timeout: guest still running after %u s", timeout);
 			m->shutdown(m, BRISK_EXIT_TIMEOUT, why);
-			return;
+			break;
 		}
-		if (poll(fds, 2, wait) < 0 && errno != EINTR) {
+		if (iothread_poll(m->loop, wait) < 0) {
 			m->shutdown(m, BRISK_EXIT_FAILURE, "poll failed");
-			return;
-		}
-		if (fds[0].revents)
-			return;
-		if (fds[1].revents) {
-			struct signalfd_siginfo si;
-
-			if (read(b->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-				snprintf(why, sizeof(why), "terminating on signal %u",
-					 si.ssi_signo);
-				/* As a shell reports a process killed by it. */
-				m->shutdown(m, 128 + si.ssi_signo, why);
-				return;
-			}
+			break;
 		}
 	}
+	iothread_del_fd(m->loop, b->sig_fd);
+	iothread_del_fd(m->loop, kvm_vm_done_fd(b->vm));
 }
 
 /* brisk --check-kvm: the facts on stdout, 0 when guests can run here. */
@@ -225,6 +241,11 @@ static int run(struct brisk *b)
 
 	bus_init(&m->mmio, "mmio");
 	b->bus_ready = true;
+	m->loop = iothread_new("main");
+	if (!m->loop) {
+		error_report("cannot make the main event loop");
+		return BRISK_EXIT_FAILURE;
+	}
 	m->ncpus = o->ncpus;
 	if (o->kvm_check && kvm_refuse_unusable(b->ops))
 		return BRISK_EXIT_FAILURE;
@@ -273,6 +294,7 @@ static int teardown(struct brisk *b, int status)
 	/* Device threads may raise interrupts until they are gone. */
 	if (b->board)
 		b->ops->free(b->board, &b->m);
+	iothread_free(b->m.loop);
 	kvm_vm_free(b->vm);
 	if (b->bus_ready)
 		bus_destroy(&b->m.mmio);

@@ -9,6 +9,7 @@
 #include "hw/irq.h"
 #include "util/guest-mem.h"
 
+struct iothread;
 struct pci_bus;
 
 /*
@@ -20,8 +21,8 @@ enum machine_panic { PANIC_EXIT_FAILURE, PANIC_SHUTDOWN, PANIC_NONE };
 
 /*
  * What every device may see of the board it sits on.  The board (hw/x86)
- * owns and fills it; accel/ fills irq; devices only register on the buses
- * and use mem/irq.
+ * owns and fills it; accel/ fills irq, hw/main.c loop; devices only
+ * register on the buses and use mem/irq/loop.
  */
 struct machine {
 	struct guest_mem mem;
@@ -30,6 +31,11 @@ struct machine {
 	struct irq_chip irq;
 	struct pci_bus *pci;
 	unsigned ncpus;
+	/*
+	 * The main thread's event loop: devices put their timers here (a
+	 * timerfd with iothread_add_fd()) rather than start threads.
+	 */
+	struct iothread *loop;
 	/*
 	 * Guest RAM goes in memfds that other processes can map (a vhost-user
 	 * back-end serving one of the guest's devices); set before the RAM is.
