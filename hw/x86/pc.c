@@ -17,6 +17,7 @@
 #include "hw/misc/debug-exit.h"
 #include "hw/misc/pvpanic.h"
 #include "hw/pci/pci.h"
+#include "hw/rtc/mc146818.h"
 #include "hw/x86/check-guest.h"
 #include "hw/x86/pc.h"
 #include "util/log.h"
@@ -29,6 +30,7 @@ struct board {
 	bool pio_ready;
 	struct serial *serial;
 	struct i8042 *i8042;
+	struct mc146818 *rtc;
 	struct acpi_pm *acpi_pm;
 };
 
@@ -87,6 +89,10 @@ static int pc_devices(struct board *b, struct machine *m)
 	b->i8042 = i8042_new(m);
 	if (!b->i8042 || pvpanic_init(m, &m->pio, PVPANIC_IOPORT))
 		return -1;
+	b->rtc = mc146818_new(m, o->rtc_localtime ? mc146818_host_localtime :
+			      mc146818_host_now);
+	if (!b->rtc)
+		return -1;
 	b->acpi_pm = acpi_pm_new(m);
 	if (!b->acpi_pm)
 		return -1;
@@ -116,6 +122,7 @@ static void pc_free(struct board *b, struct machine *m)
 	if (!b)
 		return;
 	acpi_pm_free(b->acpi_pm);
+	mc146818_free(b->rtc);
 	i8042_free(b->i8042);
 	serial_free(b->serial);
 	if (b->pio_ready)
