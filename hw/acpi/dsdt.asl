@@ -64,6 +64,21 @@ DefinitionBlock ("", "DSDT", 2, "BRISK", "BRISKDSD", 1)
                 })
             }
 
+            /*
+             * The CMOS clock; its century byte is named in the FADT.
+             * Linux's rtc_cmos takes its ports and alarm interrupt here.
+             */
+            Device (RTC)
+            {
+                Name (_HID, EisaId ("PNP0B00"))
+                Method (_STA, 0, NotSerialized) { Return (0x0F) }
+                Name (_CRS, ResourceTemplate ()
+                {
+                    IO (Decode16, 0x0070, 0x0070, 0x01, 0x02)
+                    IRQNoFlags () {8}
+                })
+            }
+
             /* pvpanic: the guest reports a panic by writing port 0x505. */
             Device (PEVT)
             {

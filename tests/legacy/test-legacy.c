@@ -531,6 +531,9 @@ static void test_acpi_tables(unsigned ncpus)
 		CHECK(rd32(fadt + 40) == rd64(fadt + 140));
 		CHECK(dsdt && contains(dsdt, rd32(dsdt + 4), "_S5_"));
 		CHECK(dsdt && contains(dsdt, rd32(dsdt + 4), "QEMU0001"));
+		CHECK(dsdt && contains(dsdt, rd32(dsdt + 4), "RTC_"));
+		CHECK(fadt[108] == 0x32);		/* CENTURY: CMOS byte */
+		CHECK(!(fadt[109] & (1u << 5)));	/* CMOS RTC present */
 		const uint8_t *facs = guest_mem_ptr(&b.m.mem, rd64(fadt + 132), 64);
 
 		CHECK(facs && !memcmp(facs, "FACS", 4) && (rd64(fadt + 132) & 63) == 0);
