@@ -95,6 +95,26 @@ check() { # check COND-STATUS DESCRIPTION [DETAIL]; returns COND-STATUS
 # Seconds between two $EPOCHREALTIME stamps.
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
+# rtc_check NAME LOG: the guest's rtc= and hwclock= lines are within
+# rtc_slack seconds of the host's clock when the host read them.
+rtc_slack=3
+rtc_check() {
+	local name=$1 log=$2 ret=0 t v s
+	read -r t v _ < <(sed -n 's/^\([^ ]*\) rtc=/\1 /p' "$log" | head -n 1)
+	awk -v t="${t:-0}" -v v="$v" -v l="$rtc_slack" \
+		'BEGIN { exit !(v ~ /^[0-9]+$/ && v - t <= l && t - v <= l) }'
+	check $? "$name: RTC since_epoch within ${rtc_slack}s of the host's clock" \
+		"guest ${v:-nothing}, host ${t:-never}" || ret=1
+	read -r t v < <(sed -n 's/^\([^ ]*\) hwclock=/\1 /p' "$log" | head -n 1)
+	# busybox prints ctime()'s form and "  0.000000 seconds".
+	s=$(date -u -d "${v%  *seconds}" +%s 2>/dev/null)
+	awk -v t="${t:-0}" -v v="$s" -v l="$rtc_slack" \
+		'BEGIN { exit !(v ~ /^[0-9]+$/ && v - t <= l && t - v <= l) }'
+	check $? "$name: hwclock -r within ${rtc_slack}s of the host's clock" \
+		"guest '${v:-nothing}', host ${t:-never}" || ret=1
+	return $ret
+}
+
 # boot NAME SMP MEM-MB ACTION EXPECTED-STATUS [VMM-ARGS...]
 boot() {
 	local name=$1 smp=$2 mem_mb=$3 action=$4 want=$5; shift 5
@@ -162,6 +182,11 @@ boot() {
 	case $got in *"$append"*) true ;; *) false ;; esac
 	check $? "$name: /proc/cmdline holds -append intact" "got '$got'" || dump=1
 
+	# The RTC: what the guest read against the host's time at that line,
+	# in one boot (the QEMU CI options' -rtc base=utc).
+	if [ "$action" = poweroff ] && [ "$arch" = x86_64 ]; then
+		rtc_check "$name" "$log" || dump=1
+	fi
 	if [ "$action" = panic ] && [ -z "$pvpanic" ]; then
 		tap_skip "$name: exit 2 soon after the panic" "the guest kernel has no pvpanic driver; it rebooted (exit 0)"
 	elif [ "$action" = panic ] || [ "$action" = pvpanic-write ]; then

@@ -6,6 +6,10 @@ echo "BRISK-INIT-UP"
 echo "nproc=$(nproc)"
 echo "memtotal_kb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
 echo "cmdline=$(cat /proc/cmdline)"
+# The RTC as the guest's own driver reads it, for the host to hold against
+# its clock: seconds since the epoch, and busybox hwclock (/dev/rtc0).
+echo "rtc=$(cat /sys/class/rtc/rtc0/since_epoch 2>/dev/null || echo none) $(cat /sys/class/rtc/rtc0/name 2>/dev/null)"
+echo "hwclock=$(hwclock -r -u 2>&1 | head -n 1)"
 action= dx= pv=
 for w in $(cat /proc/cmdline); do
 	case $w in
