@@ -96,7 +96,8 @@ check() { # check COND-STATUS DESCRIPTION [DETAIL]; returns COND-STATUS
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 # rtc_check NAME LOG: the guest's rtc= and hwclock= lines are within
-# rtc_slack seconds of the host's clock when the host read them.
+# rtc_slack seconds of the host's clock when the host read them, and its
+# alarm raised the RTC's interrupt.
 rtc_slack=3
 rtc_check() {
 	local name=$1 log=$2 ret=0 t v s
@@ -112,6 +113,11 @@ rtc_check() {
 		'BEGIN { exit !(v ~ /^[0-9]+$/ && v - t <= l && t - v <= l) }'
 	check $? "$name: hwclock -r within ${rtc_slack}s of the host's clock" \
 		"guest '${v:-nothing}', host ${t:-never}" || ret=1
+	t=$(sed -n 's/^[^ ]* rtc_irqs_before=//p' "$log" | head -n 1)
+	v=$(sed -n 's/^[^ ]* rtc_irqs_after=//p' "$log" | head -n 1)
+	[ -n "$t" ] && [ -n "$v" ] && [ "$v" -gt "$t" ]
+	check $? "$name: an RTC alarm 2 s ahead interrupted the guest (IRQ 8)" \
+		"rtc0 interrupts ${t:-?} before, ${v:-?} after" || ret=1
 	return $ret
 }
 
