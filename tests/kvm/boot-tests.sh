@@ -10,7 +10,8 @@
 #
 # Boots a busybox guest several times and checks brisk's exit-status
 # contract (include/hw/machine.h) and what the guest sees: the init marker,
-# nproc == -smp, MemTotal close to -m, /proc/cmdline holding -append intact.
+# nproc == -smp, MemTotal close to -m, /proc/cmdline holding -append intact;
+# on x86 its RTC (time read, and the alarm's interrupt) in the poweroff boot.
 # All boots share one with-kvm host, since a nested host costs tens of
 # seconds to start.  --qemu runs the same boots under qemu-system-x86_64
 # -accel kvm (where QEMU differs, e.g. its panic status, the expectation
