@@ -128,6 +128,49 @@ static int blk_file_check(struct blk_file *f, const char *path)
 }
 
 /*
+ * Bytes [from, to) of src into dst at the same offsets: in the kernel
+ * where it can, through a buffer where it cannot (across filesystems,
+ * say, from 9p to tmpfs).
+ */
+static int blk_copy_range(int src, int dst, off_t from, off_t to)
+{
+	const size_t bufsz = 1 << 20;
+	char *buf = NULL;
+	bool in_kernel = true;
+
+	while (from < to) {
+		size_t want = (size_t)(to - from);
+		ssize_t n;
+
+		if (in_kernel) {
+			off_t out = from;
+
+			n = copy_file_range(src, &from, dst, &out, want, 0);
+			if (n < 0 && (errno == EXDEV || errno == EINVAL ||
+				      errno == EOPNOTSUPP || errno == ENOSYS)) {
+				in_kernel = false;
+				continue;
+			}
+		} else {
+			if (!buf && !(buf = malloc(bufsz)))
+				return -1;
+			n = pread(src, buf, want < bufsz ? want : bufsz, from);
+			if (n > 0 && pwrite(dst, buf, (size_t)n, from) != n)
+				n = -1;
+			if (n > 0)
+				from += n;
+		}
+		if (n <= 0) {
+			errno = n ? errno : EIO;	/* 0: the image shrank */
+			free(buf);
+			return -1;
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+/*
  * The snapshot's copy: a clone where the filesystem shares extents
  * (FICLONE), else the image's data extents copied, holes left holes, so a
  * sparse image costs what it holds.  Returns the copy's fd, open O_RDWR.
@@ -168,15 +211,8 @@ static int blk_snapshot_copy(const char *path)
 		end = data < 0 ? -1 : lseek(src, data, SEEK_HOLE);
 		if (end < 0)
 			goto io_fail;
-		for (off_t in = data, out = data; in < end;) {
-			ssize_t n = copy_file_range(src, &in, dst, &out,
-						    (size_t)(end - in), 0);
-
-			if (n <= 0) {
-				errno = n ? errno : EIO;
-				goto io_fail;
-			}
-		}
+		if (blk_copy_range(src, dst, data, end) < 0)
+			goto io_fail;
 		pos = end;
 	}
 done:
