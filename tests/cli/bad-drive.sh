@@ -57,6 +57,8 @@ if=scsi|-drive file=@/disk.img,if=scsi
 aio=native|-drive file=@/disk.img,aio=native
 cache=unsafe|-drive file=@/disk.img,cache=unsafe
 readonly=maybe|-drive file=@/disk.img,readonly=maybe
+media=cdrom|-drive file=@/disk.img,media=cdrom
+snapshot=maybe|-drive file=@/disk.img,snapshot=maybe
 needs id=|-drive file=@/disk.img,if=none
 id=0d|-drive file=@/disk.img,if=none,id=0d
 trailing|-drive file=@/disk.img,
@@ -105,7 +107,7 @@ done <<<"$table"
 # boots with them (-accel kvm,check=off: any /dev/kvm that makes a VM
 # will do) and exits with its own status, or, with no /dev/kvm here,
 # brisk stops there with one line.
-valid=(-kernel "$kernel" -m 64M -drive "file=$disk,if=virtio"
+valid=(-kernel "$kernel" -m 64M -drive "file=$disk,if=virtio,media=disk,snapshot=on"
        -drive "file=$disk,if=none,id=d0,readonly=on"
        -device virtio-blk-pci,drive=d0,queue-size=128,num-queues=2
        -device isa-debug-exit,iobase=0xf4,iosize=0x04 -timeout 20)
