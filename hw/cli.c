@@ -186,9 +186,11 @@ static bool item_is(const char *p, size_t n, const char *s)
  * KVM offers it.  Any other value asks for something brisk lacks.
  */
 static const struct {
-	const char *opt, *values[2], *why;
+	const char *opt, *values[3], *why;
 } fixed_opts[] = {
-	{ "cpu", { "host", "max" }, "brisk's vCPUs are the host's CPU as KVM offers it" },
+	/* migratable=off: every feature KVM offers, none held back for a move. */
+	{ "cpu", { "host", "max", "host,migratable=off" },
+	  "brisk's vCPUs are the host's CPU as KVM offers it" },
 	{ "display", { "none" }, "brisk has no display" },
 	{ "vga", { "none" }, "brisk has no display" },
 	{ "monitor", { "none" }, "brisk has no monitor" },
@@ -203,8 +205,9 @@ static int parse_fixed(const char *opt, const char *arg)
 
 		if (strcmp(opt, fixed_opts[i].opt))
 			continue;
-		if (!strcmp(arg, v[0]) || (v[1] && !strcmp(arg, v[1])))
-			return 0;
+		for (unsigned j = 0; j < ARRAY_SIZE(fixed_opts[i].values) && v[j]; j++)
+			if (!strcmp(arg, v[j]))
+				return 0;
 		error_report("-%s %s: %s (only -%s %s%s%s)", opt, arg,
 			     fixed_opts[i].why, opt, v[0], v[1] ? " or " : "",
 			     v[1] ? v[1] : "");
@@ -565,8 +568,8 @@ void cli_print_help(void)
 	      "  -accel kvm[,check=on|off]  check=off boots even where /dev/kvm\n"
 	      "                      fails brisk's test guest (see --check-kvm)\n"
 	      "  -enable-kvm         accepted: KVM is brisk's only accelerator\n"
-	      "  -cpu host|max       accepted: vCPUs are the host's CPU as KVM\n"
-	      "                      offers it\n"
+	      "  -cpu host|max|host,migratable=off  accepted: vCPUs are the\n"
+	      "                      host's CPU as KVM offers it\n"
 	      "  --check-kvm         say what backs /dev/kvm and whether it runs\n"
 	      "                      ordinary guests at hardware speed (exit 0/1)\n"
 	      "\n"
