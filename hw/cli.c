@@ -194,6 +194,7 @@ static const struct {
 	{ "display", { "none" }, "brisk has no display" },
 	{ "vga", { "none" }, "brisk has no display" },
 	{ "monitor", { "none" }, "brisk has no monitor" },
+	{ "parallel", { "none" }, "brisk has no parallel port" },
 	{ "net", { "none" }, "brisk has no network device" },
 	{ "nic", { "none" }, "brisk has no network device" },
 };
@@ -416,6 +417,7 @@ static const struct {
 	{ "chardev", OPT_CHARDEV, true },
 	{ "cpu", OPT_FIXED, true }, { "display", OPT_FIXED, true },
 	{ "vga", OPT_FIXED, true }, { "monitor", OPT_FIXED, true },
+	{ "parallel", OPT_FIXED, true },
 	{ "net", OPT_FIXED, true }, { "nic", OPT_FIXED, true },
 	{ "action", OPT_ACTION, true }, { "rtc", OPT_RTC, true },
 	{ "snapshot", OPT_SNAPSHOT, false },
@@ -575,8 +577,9 @@ void cli_print_help(void)
 	      "\n"
 	      "Accepted for QEMU's command lines, as brisk has none of what they\n"
 	      "turn off: -nographic, -no-reboot (a guest reboot always ends brisk),\n"
-	      "-display none, -vga none, -monitor none, -net none, -nic none,\n"
-	      "-no-user-config, -nodefaults (no console unless -serial gives one).\n"
+	      "-display none, -vga none, -monitor none, -parallel none, -net none,\n"
+	      "-nic none, -no-user-config, -nodefaults (no console unless -serial\n"
+	      "gives one).\n"
 	      "\n"
 	      "  -h, --help          this text\n"
 	      "  --version           print the version\n"
