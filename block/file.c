@@ -178,11 +178,12 @@ static int blk_copy_range(int src, int dst, off_t from, off_t to)
 static int blk_snapshot_copy(const char *path)
 {
 	const char *dir = getenv("TMPDIR");
+	bool fallback = !dir || !*dir;
 	int src, dst = -1;
 	struct stat st;
 	off_t pos = 0;
 
-	if (!dir || !*dir)
+	if (fallback)
 		dir = "/var/tmp";
 	src = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (src < 0) {
@@ -194,6 +195,14 @@ static int blk_snapshot_copy(const char *path)
 		goto fail;
 	}
 	dst = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	/*
+	 * Minimal roots (containers, initramfs) often lack a writable
+	 * /var/tmp; an explicit $TMPDIR is honoured as given.
+	 */
+	if (dst < 0 && fallback) {
+		dir = "/tmp";
+		dst = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	}
 	if (dst < 0) {
 		error_report("%s: snapshot=on: no temporary file in %s: %s", path,
 			     dir, strerror(errno));

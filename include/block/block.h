@@ -26,8 +26,8 @@ struct blk_file_opts {
 	enum blk_cache cache;
 	/*
 	 * Serve a private copy of the image (QEMU's -snapshot): the guest's
-	 * writes go to an unlinked file in $TMPDIR (default /var/tmp), gone
-	 * at exit; the image is only read.
+	 * writes go to an unlinked file in $TMPDIR (default /var/tmp, else
+	 * /tmp), gone at exit; the image is only read.
 	 */
 	bool snapshot;
 };

@@ -1437,6 +1437,68 @@ static bool t_fs_4k(void)
 }
 
 /*
+ * -snapshot with no $TMPDIR (include/block/block.h): /var/tmp, else /tmp,
+ * as in a container or initramfs whose /var/tmp is missing or read-only.
+ * In a child with its own mount namespace: 0 ok, 1 fail, 2 cannot mount.
+ */
+static int snapshot_dir_child(void)
+{
+	char p[4200], img[64], link[64], where[4200];
+	struct blk_file_opts o = { .path = img, .snapshot = true };
+	struct blk_file *f;
+	ssize_t n;
+	int fd;
+
+	/* The image stays reachable whatever is mounted over its folder. */
+	if (!make_file(p, sizeof(p), "snapdir.raw", 1 << 20))
+		return 1;
+	fd = open(p, O_RDONLY);
+	unlink(p);
+	if (fd < 0)
+		return 1;
+	snprintf(img, sizeof(img), "/proc/self/fd/%d", fd);
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", "/var/tmp", "tmpfs", MS_RDONLY, "size=64k") < 0) {
+		printf("# cannot mount a read-only /var/tmp: %s\n", strerror(errno));
+		fflush(stdout);
+		return 2;
+	}
+	unsetenv("TMPDIR");
+	f = blk_file_open(&o);
+	if (!f)
+		return 1;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", f->fd);
+	n = readlink(link, where, sizeof(where) - 1);
+	blk_file_close(f);
+	if (n < 5 || strncmp(where, "/tmp/", 5))
+		return 1;
+	/* Neither writable: the open fails (in one line, said on stderr). */
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_RDONLY, "size=64k") < 0)
+		return 2;
+	f = blk_file_open(&o);
+	blk_file_close(f);
+	return f ? 1 : 0;
+}
+
+static bool t_snapshot_dir(void)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(snapshot_dir_child());
+	REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	if (WEXITSTATUS(st) == 2)
+		skip_why = "no private mount namespace (needs CAP_SYS_ADMIN)";
+	REQUIRE(WEXITSTATUS(st) != 1);
+	return true;
+}
+
+/*
  * --root: the tests that need a host block device; exit 77 (skip) when
  * none could run here.
  */
@@ -1461,12 +1523,16 @@ static int main_root(void)
 		{ "loop-fua-direct", 512, BLK_CACHE_NONE, t_loop_fua },
 	};
 	int ran = 0;
+	bool ok;
 
 	for (int aio = BLK_AIO_IO_URING; aio <= BLK_AIO_THREADS; aio++)
 		for (size_t i = 0; i < ARRAY_SIZE(tests); i++)
 			ran += run_loop_test(tests[i].name, (enum blk_aio)aio, tests[i].bs,
 					     tests[i].cache, tests[i].extra, tests[i].fn);
 	ran += t_fs_4k();
+	ok = t_snapshot_dir();
+	ran += !skip_why;
+	report("snapshot-default-dir", ok);
 	rmdir(dir);
 	if (!ran && !failed) {
 		check_done();
