@@ -963,9 +963,9 @@ static bool t_fallback(void)
 }
 
 /*
- * A full filesystem: in a child with its own mount namespace, a 64 KiB
- * tmpfs.  Writing past its room must fail -ENOSPC, for both backends,
- * while a write that fits still succeeds.  Returns 0 ok, 1 fail, 2 skip.
+ * A full filesystem, a 64 KiB tmpfs (for in_mount_ns()).  Writing past
+ * its room must fail -ENOSPC, for both backends, while a write that fits
+ * still succeeds.
  */
 static int enospc_child(void)
 {
@@ -977,9 +977,7 @@ static int enospc_child(void)
 	snprintf(mnt, sizeof(mnt), "%s/full", dir);
 	if (mkdir(mnt, 0700) < 0)
 		return 1;
-	if (unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("tmpfs", mnt, "tmpfs", 0, "size=64k") < 0) {
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=64k") < 0) {
 		printf("# cannot mount a small tmpfs: %s\n", strerror(errno));
 		fflush(stdout);	/* the child leaves by _exit */
 		rmdir(mnt);
@@ -1007,7 +1005,11 @@ static int enospc_child(void)
 	return 0;
 }
 
-static bool t_enospc(void)
+/*
+ * Runs child (0 ok, 1 fail, 2 cannot set up) in a process with its own
+ * mount namespace, so what it mounts is gone with it; a 2 is a skip.
+ */
+static bool in_mount_ns(int (*child)(void))
 {
 	pid_t pid;
 	int st;
@@ -1015,14 +1017,26 @@ static bool t_enospc(void)
 	fflush(NULL);
 	pid = fork();
 	REQUIRE(pid >= 0);
-	if (pid == 0)
-		_exit(enospc_child());
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+			printf("# no mount namespace: %s\n", strerror(errno));
+			fflush(stdout);	/* the child leaves by _exit */
+			_exit(2);
+		}
+		_exit(child());
+	}
 	REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
 	if (WEXITSTATUS(st) == 2)
-		skip_why = "no private mount namespace with a 64 KiB tmpfs "
+		skip_why = "no private mount namespace with a tmpfs "
 			   "(needs CAP_SYS_ADMIN)";
 	REQUIRE(WEXITSTATUS(st) != 1);
 	return true;
+}
+
+static bool t_enospc(void)
+{
+	return in_mount_ns(enospc_child);
 }
 
 static void report(const char *name, bool ok);
@@ -1439,7 +1453,7 @@ static bool t_fs_4k(void)
 /*
  * -snapshot with no $TMPDIR (include/block/block.h): /var/tmp, else /tmp,
  * as in a container or initramfs whose /var/tmp is missing or read-only.
- * In a child with its own mount namespace: 0 ok, 1 fail, 2 cannot mount.
+ * For in_mount_ns().
  */
 static int snapshot_dir_child(void)
 {
@@ -1457,9 +1471,7 @@ static int snapshot_dir_child(void)
 	if (fd < 0)
 		return 1;
 	snprintf(img, sizeof(img), "/proc/self/fd/%d", fd);
-	if (unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("tmpfs", "/var/tmp", "tmpfs", MS_RDONLY, "size=64k") < 0) {
+	if (mount("tmpfs", "/var/tmp", "tmpfs", MS_RDONLY, "size=64k") < 0) {
 		printf("# cannot mount a read-only /var/tmp: %s\n", strerror(errno));
 		fflush(stdout);
 		return 2;
@@ -1479,23 +1491,6 @@ static int snapshot_dir_child(void)
 	f = blk_file_open(&o);
 	blk_file_close(f);
 	return f ? 1 : 0;
-}
-
-static bool t_snapshot_dir(void)
-{
-	pid_t pid;
-	int st;
-
-	fflush(NULL);
-	pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0)
-		_exit(snapshot_dir_child());
-	REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
-	if (WEXITSTATUS(st) == 2)
-		skip_why = "no private mount namespace (needs CAP_SYS_ADMIN)";
-	REQUIRE(WEXITSTATUS(st) != 1);
-	return true;
 }
 
 /*
@@ -1530,7 +1525,7 @@ static int main_root(void)
 			ran += run_loop_test(tests[i].name, (enum blk_aio)aio, tests[i].bs,
 					     tests[i].cache, tests[i].extra, tests[i].fn);
 	ran += t_fs_4k();
-	ok = t_snapshot_dir();
+	ok = in_mount_ns(snapshot_dir_child);
 	ran += !skip_why;
 	report("snapshot-default-dir", ok);
 	rmdir(dir);
