@@ -21,6 +21,7 @@
 
 #include "hw/machine.h"
 #include "hw/rtc/mc146818.h"
+#include "util/clock.h"
 #include "util/iothread.h"
 #include "util/log.h"
 
@@ -95,13 +96,10 @@ uint64_t mc146818_host_now(void)
 uint64_t mc146818_host_localtime(void)
 {
 	uint64_t now = mc146818_host_now();
-	time_t t = (time_t)(now / NS);
-	struct tm tm;
 
 	/* The registers show the breakdown as UTC: shift by the host's zone. */
-	if (!localtime_r(&t, &tm))
-		return now;
-	return now + (uint64_t)((int64_t)tm.tm_gmtoff * (int64_t)NS);
+	return now + (uint64_t)(clock_zone_offset_s((time_t)(now / NS)) *
+				(int64_t)NS);
 }
 
 static int64_t floor_div(int64_t a, int64_t b)

@@ -12,6 +12,7 @@
 
 #include "hw/machine.h"
 #include "hw/rtc/pl031.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 enum {
@@ -50,12 +51,9 @@ uint64_t pl031_host_now(void)
 uint64_t pl031_host_localtime(void)
 {
 	time_t t = time(NULL);
-	struct tm tm;
 
 	/* The guest reads the counter as UTC: shift it by the host's zone. */
-	if (!localtime_r(&t, &tm))
-		return (uint64_t)t;
-	return (uint64_t)(t + tm.tm_gmtoff);
+	return (uint64_t)(t + clock_zone_offset_s(t));
 }
 
 static uint32_t pl031_dr(const struct pl031 *r)
