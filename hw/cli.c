@@ -206,12 +206,18 @@ static int parse_fixed(const char *opt, const char *arg)
 
 		if (strcmp(opt, fixed_opts[i].opt))
 			continue;
-		for (unsigned j = 0; j < ARRAY_SIZE(fixed_opts[i].values) && v[j]; j++)
-			if (!strcmp(arg, v[j]))
+		char only[128] = "";
+		unsigned n = 0;
+
+		while (n < ARRAY_SIZE(fixed_opts[i].values) && v[n])
+			if (!strcmp(arg, v[n++]))
 				return 0;
-		error_report("-%s %s: %s (only -%s %s%s%s)", opt, arg,
-			     fixed_opts[i].why, opt, v[0], v[1] ? " or " : "",
-			     v[1] ? v[1] : "");
+		/* Every accepted value, "a", "a or b", "a, b or c". */
+		for (unsigned j = 0; j < n; j++)
+			snprintf(only + strlen(only), sizeof(only) - strlen(only),
+				 "%s%s", j == 0 ? "" : j + 1 < n ? ", " : " or ", v[j]);
+		error_report("-%s %s: %s (only -%s %s)", opt, arg,
+			     fixed_opts[i].why, opt, only);
 		return -1;
 	}
 	assert(!"an option without its fixed_opts entry");

@@ -80,6 +80,9 @@ expect "isa-debug-exit" "${K[@]}" -device isa-debug-exit,colour=red
 expect "-serial" "${K[@]}" -serial tcp:1234
 expect "-timeout" "${K[@]}" -timeout abc
 expect "-timeout" "${K[@]}" -timeout 0
+# A value brisk cannot honour: the line names every one it accepts.
+expect "(only -cpu host, max or host,migratable=off)$" "${K[@]}" -cpu kvm64
+expect "(only -display none)$" "${K[@]}" -display gtk
 expect_ok "^brisk [0-9]" --version
 expect_ok "Usage" --help
 expect_ok "Usage" -h
