@@ -382,9 +382,9 @@ if want split; then
 		mkdisk s.raw $((16 * MiB)) pb@3
 		s_sum=$(md5sum <s.raw)
 	}
-	# snapshot=on: the guest reads back what it wrote, from a private
-	# copy in TMPDIR (the nested host's /var/tmp is read-only).
-	TMPDIR=${TMPDIR:-/tmp} run_vm $b "" prep_split -m 512M -smp 1 \
+	# snapshot=on: the guest reads back what it wrote, from brisk's
+	# private copy (in a nested host, whose /var/tmp is read-only, in /tmp).
+	run_vm $b "" prep_split -m 512M -smp 1 \
 		-append "console=$console quiet blk.w=brisk-a:3:pa blk.r=brisk-a:5 blk.w=brisk-b:7:pc blk.r=brisk-b:2 blk.r=brisk-ro:1 blk.ro=brisk-ro:1:pb blk.w=brisk-snap:3:pa blk.r=brisk-snap:3" \
 		-drive file=a.raw,if=none,id=d0,format=raw,aio=io_uring,cache=none \
 		-device virtio-blk-pci,drive=d0,packed=off,queue-size=256,serial=brisk-a \
