@@ -429,16 +429,16 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	test_root_chosen_memory();
-	test_cpus_psci_timer();
-	test_gic();
-	test_devices();
-	test_pci();
-	test_fdt_options();
-	test_user_fdt();
-	test_user_fdt_bad();
-	test_ipa();
-	test_image();
-	test_load();
-	return check_summary();
+	RUN(test_root_chosen_memory());
+	RUN(test_cpus_psci_timer());
+	RUN(test_gic());
+	RUN(test_devices());
+	RUN(test_pci());
+	RUN(test_fdt_options());
+	RUN(test_user_fdt());
+	RUN(test_user_fdt_bad());
+	RUN(test_ipa());
+	RUN(test_image());
+	RUN(test_load());
+	return check_done();
 }

@@ -335,11 +335,11 @@ static void test_ecam(void)
 
 int main(void)
 {
-	test_pl011();
-	test_pl031();
-	test_pl031_localtime();
-	test_mmio_exits();
-	test_mmio_debug_exit_default();
-	test_ecam();
-	return check_summary();
+	RUN(test_pl011());
+	RUN(test_pl031());
+	RUN(test_pl031_localtime());
+	RUN(test_mmio_exits());
+	RUN(test_mmio_debug_exit_default());
+	RUN(test_ecam());
+	return check_done();
 }

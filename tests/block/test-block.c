@@ -1529,10 +1529,7 @@ static int main_root(void)
 	ran += !skip_why;
 	report("snapshot-default-dir", ok);
 	rmdir(dir);
-	if (!ran && !failed) {
-		check_done();
-		return 77;
-	}
+	(void)ran;
 	return check_done();
 }
 

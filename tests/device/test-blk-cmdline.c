@@ -73,7 +73,7 @@ static void bad(int line, const char *const *drives, const char *const *devices)
 		return;
 	}
 	failed++;
-	printf("%s:%d: FAIL: expected one error line and -1, got %d and %d lines\n",
+	printf("# %s:%d: FAIL: expected one error line and -1, got %d and %d lines\n",
 	       __FILE__, line, r, n);
 }
 #define BAD(d, v) bad(__LINE__, d, v)
@@ -230,9 +230,9 @@ int main(void)
 	if (!errlog || saved_stderr < 0 || dup2(fileno(errlog), 2) < 0)
 		return 1;
 	setvbuf(stderr, NULL, _IONBF, 0);
-	test_good();
-	test_bad();
+	RUN(test_good());
+	RUN(test_bad());
 	stderr_lines();	/* the last failed CHECKs' lines */
 	dup2(saved_stderr, 2);
-	return check_summary();
+	return check_done();
 }

@@ -6,6 +6,7 @@
  * What brisk writes on stderr between capture_begin() and capture_end(),
  * for tests of its "one line on stderr" promises.  Not nestable.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +20,47 @@ static inline void capture_begin(void)
 	captured = tmpfile();
 	saved_stderr = dup(2);
 	dup2(fileno(captured), 2);
+}
+
+/*
+ * Whether NEEDLE has been written since capture_begin, waiting up to
+ * WAIT_S seconds for it: for a line another thread prints after the
+ * event the test waited for.
+ */
+static inline bool capture_wait_for(const char *needle, int wait_s)
+{
+	char buf[512];
+
+	for (int tries = 0; tries <= wait_s * 100; tries++) {
+		fflush(stderr);
+		rewind(captured);
+		while (fgets(buf, sizeof(buf), captured))
+			if (strstr(buf, needle))
+				return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Whether every line written since capture_begin holds one of NEEDLES
+ * (NULL-terminated). */
+static inline bool capture_only(const char *const *needles)
+{
+	char buf[512];
+
+	fflush(stderr);
+	rewind(captured);
+	while (fgets(buf, sizeof(buf), captured)) {
+		bool known = false;
+
+		for (const char *const *n = needles; *n && !known; n++)
+			known = strstr(buf, *n) != NULL;
+		if (!known) {
+			printf("# unexpected line: %s", buf);
+			return false;
+		}
+	}
+	return true;
 }
 
 /* The number of lines written since capture_begin; the first one in line. */

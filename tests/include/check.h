@@ -3,19 +3,23 @@
 #define BRISK_TESTS_CHECK_H
 
 /*
- * The unit tests' one assertion: count, report the failing expression with
- * its place, and keep going so one run shows every failure.  A test ends
- * either with check_summary(), whose "N passed, N failed" line is what
- * test runners read, or, when it is made of named cases, speaks TAP: each
- * case ends with check_case() ("ok" only if no CHECK failed since the last
- * case) or check_skip() (a skip with its reason), and check_done() prints
- * the plan.
+ * The C tests' one assertion and one report: TAP, which meson reads and
+ * scripts/test.sh sums up, skips included.  CHECK counts and reports the
+ * failing expression with its place, and keeps going so one run shows
+ * every failure.  A test is made of cases: RUN(test_fn(args)) runs one and
+ * reports it by its call ("ok" only if no CHECK failed in it), or a case
+ * ends with check_case().  A case that cannot run here says why with
+ * check_skip_case(); one that never started is reported by check_skip().
+ * check_done() prints the plan and gives main its exit status.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 static int passed, failed;
 static int tap_points, tap_failed_before, tap_skipped;
+/* Why the running case could not run, set by check_skip_case(). */
+static char tap_skip_why[256];
 
 #define CHECK(cond) do {						\
 	if (cond) {							\
@@ -27,6 +31,20 @@ static int tap_points, tap_failed_before, tap_skipped;
 	}								\
 } while (0)
 
+/* CHECK that also shows both values when they differ. */
+#define CHECK_EQ(a, b) do {						\
+	unsigned long long a_ = (unsigned long long)(a);		\
+	unsigned long long b_ = (unsigned long long)(b);		\
+	if (a_ == b_) {							\
+		passed++;						\
+	} else {							\
+		failed++;						\
+		fprintf(stderr, "%s:%d: FAIL: %s == %s (%#llx != %#llx)\n", \
+			__FILE__, __LINE__, #a, #b, a_, b_);		\
+		fflush(stderr);						\
+	}								\
+} while (0)
+
 /* CHECK, and in a case function returning bool give the case up. */
 #define REQUIRE(cond) do {						\
 	int failed_before_ = failed;					\
@@ -34,12 +52,6 @@ static int tap_points, tap_failed_before, tap_skipped;
 	if (failed != failed_before_)					\
 		return false;						\
 } while (0)
-
-static inline int check_summary(void)
-{
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
-}
 
 static inline void check_vcase(const char *directive, const char *fmt,
 			       va_list ap)
@@ -54,25 +66,49 @@ static inline void check_vcase(const char *directive, const char *fmt,
 	tap_failed_before = failed;
 }
 
-/* Ends a TAP case named by FMT: ok when no CHECK failed during it. */
+/* A TAP point that did not run, and WHY, on the same line. */
+static inline void check_skip(const char *name, const char *why)
+{
+	tap_skipped++;
+	fflush(stderr);
+	printf("ok %d - %s # SKIP %s\n", ++tap_points, name, why);
+	fflush(stdout);
+}
+
+/* Ends a TAP case named by FMT: ok when no CHECK failed during it, a skip
+ * when check_skip_case() said it could not run (and nothing failed). */
 __attribute__((format(printf, 1, 2)))
 static inline void check_case(const char *fmt, ...)
 {
 	va_list ap;
+	char directive[sizeof(tap_skip_why) + 8] = "";
 
+	if (tap_skip_why[0] && failed == tap_failed_before) {
+		tap_skipped++;
+		snprintf(directive, sizeof(directive), " # SKIP %s", tap_skip_why);
+	}
+	tap_skip_why[0] = '\0';
 	va_start(ap, fmt);
-	check_vcase("", fmt, ap);
+	check_vcase(directive, fmt, ap);
 	va_end(ap);
 }
 
-/* A TAP case that did not run, and WHY (said on the same line). */
-static inline void check_skip(const char *name, const char *why)
+/* The running case cannot run here: it ends as a skip saying WHY. */
+__attribute__((format(printf, 1, 2)))
+static inline void check_skip_case(const char *fmt, ...)
 {
-	tap_skipped++;
-	printf("ok %d - %s # SKIP %s\n", ++tap_points, name, why);
-	fflush(stdout);
-	tap_failed_before = failed;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tap_skip_why, sizeof(tap_skip_why), fmt, ap);
+	va_end(ap);
 }
+
+/* One case: the call, reported by its own text. */
+#define RUN(...) do {							\
+	__VA_ARGS__;							\
+	check_case("%s", #__VA_ARGS__);					\
+} while (0)
 
 /* The TAP plan; the exit status for main.  A CHECK that failed outside
  * any case still fails the test. */

@@ -577,15 +577,15 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	test_serial(dir);
+	RUN(test_serial(dir));
 	rmdir(dir);
-	test_debug_exit();
-	test_pvpanic();
-	test_i8042();
-	test_acpi_pm();
-	test_acpi_tables(1);
-	test_acpi_tables(4);
-	test_acpi_tables(254);
-	test_acpi_errors();
-	return check_summary();
+	RUN(test_debug_exit());
+	RUN(test_pvpanic());
+	RUN(test_i8042());
+	RUN(test_acpi_pm());
+	RUN(test_acpi_tables(1));
+	RUN(test_acpi_tables(4));
+	RUN(test_acpi_tables(254));
+	RUN(test_acpi_errors());
+	return check_done();
 }

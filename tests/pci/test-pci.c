@@ -18,32 +18,7 @@
 #include "hw/virtio/virtio-pci.h"
 #include "virtio/virtio.h"
 
-static unsigned passed, failed;
-
-#define CHECK(cond) check(!!(cond), #cond, __LINE__)
-#define CHECK_EQ(a, b) check_eq((uint64_t)(a), (uint64_t)(b), #a " == " #b, __LINE__)
-
-static void check(bool ok, const char *what, int line)
-{
-	if (ok) {
-		passed++;
-	} else {
-		failed++;
-		fprintf(stderr, "FAIL line %d: %s\n", line, what);
-	}
-}
-
-static void check_eq(uint64_t a, uint64_t b, const char *what, int line)
-{
-	if (a == b) {
-		passed++;
-	} else {
-		failed++;
-		fprintf(stderr, "FAIL line %d: %s (%#llx != %#llx)\n", line, what,
-			(unsigned long long)a, (unsigned long long)b);
-	}
-}
-
+#include "check.h"
 /* ---- a fake interrupt controller ---- */
 
 #define MAX_ROUTES 16
@@ -1017,6 +992,7 @@ int main(void)
 	struct pci_bus *dup = pci_bus_new(&m.pio, &m.mmio, &m.irq, WIN_BASE, WIN_SIZE);
 
 	CHECK(dup == NULL);
+	check_case("one bus per port range");
 
 	for (unsigned i = 0; i < 8; i++)
 		td.config[i] = i + 1;
@@ -1031,20 +1007,20 @@ int main(void)
 		return 1;
 	}
 
-	test_scan();
-	test_bars();
-	test_caps();
-	test_msix_setup();
-	test_features();
-	test_pci_cfg();
-	test_packed_queue_and_kick();
-	test_msix_delivery();
-	test_reset();
-	test_split_roundtrip();
-	test_bar_move();
-	test_virtio_error();
-	test_threads();
-	test_garbage();
+	RUN(test_scan());
+	RUN(test_bars());
+	RUN(test_caps());
+	RUN(test_msix_setup());
+	RUN(test_features());
+	RUN(test_pci_cfg());
+	RUN(test_packed_queue_and_kick());
+	RUN(test_msix_delivery());
+	RUN(test_reset());
+	RUN(test_split_roundtrip());
+	RUN(test_bar_move());
+	RUN(test_virtio_error());
+	RUN(test_threads());
+	RUN(test_garbage());
 
 	virtio_pci_free(vp);
 	/* Unplugged: the slot is empty and the BAR gone. */
@@ -1056,6 +1032,6 @@ int main(void)
 	bus_destroy(&m.mmio);
 	free(ram);
 
-	printf("%u passed, %u failed\n", passed, failed);
-	return failed ? 1 : 0;
+	check_case("unplug");
+	return check_done();
 }

@@ -401,12 +401,12 @@ static void test_iothread_polling(void)
 
 int main(void)
 {
-	test_guest_mem();
-	test_guest_mem_fd();
-	test_guest_ram_alloc();
-	test_bus();
-	test_iothread();
-	test_iothread_stale_event();
-	test_iothread_polling();
-	return check_summary();
+	RUN(test_guest_mem());
+	RUN(test_guest_mem_fd());
+	RUN(test_guest_ram_alloc());
+	RUN(test_bus());
+	RUN(test_iothread());
+	RUN(test_iothread_stale_event());
+	RUN(test_iothread_polling());
+	return check_done();
 }

@@ -986,11 +986,11 @@ int main(void)
 	make_disk();
 	snprintf(sock_path, sizeof(sock_path), "/tmp/brisk-vu-%d.sock", (int)getpid());
 	backend_start(",writable=on");
-	test_negotiation();
+	RUN(test_negotiation());
 	for (int p = 0; p < 2; p++) {
-		test_io(p);
-		test_stop_restart(p);
-		test_disconnect_mid_io(p);
+		RUN(test_io(p));
+		RUN(test_stop_restart(p));
+		RUN(test_disconnect_mid_io(p));
 	}
 	/* Again where requests stay in flight longer: O_DIRECT, if the disk takes it. */
 	int direct = open(disk_path, O_RDONLY | O_DIRECT | O_CLOEXEC);
@@ -1001,23 +1001,23 @@ int main(void)
 		cache = "none";
 		backend_start(",writable=on");
 		for (int p = 0; p < 2; p++) {
-			test_stop_restart(p);
-			test_disconnect_mid_io(p);
+			RUN(test_stop_restart(p));
+			RUN(test_disconnect_mid_io(p));
 		}
 		backend_stop();
 		cache = "writeback";
 		backend_start(",writable=on");
 	} else {
-		printf("# SKIP O_DIRECT rounds: %s takes no O_DIRECT\n", disk_path);
+		check_skip("O_DIRECT rounds", "the test disk's file system takes no O_DIRECT");
 	}
-	test_mem_table_again();
-	test_reset_device();
-	test_guest_error();
+	RUN(test_mem_table_again());
+	RUN(test_reset_device());
+	RUN(test_guest_error());
 	for (size_t i = 0; i < sizeof(hostile_cases) / sizeof(hostile_cases[0]); i++)
-		test_hostile(&hostile_cases[i]);
-	test_readonly();
+		RUN(test_hostile(&hostile_cases[i]));
+	RUN(test_readonly());
 	backend_stop();
 	CHECK(access(sock_path, F_OK) < 0);	/* the socket goes with the export */
 	unlink(disk_path);
-	return check_summary();
+	return check_done();
 }

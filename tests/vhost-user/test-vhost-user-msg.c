@@ -350,9 +350,9 @@ static void test_check_reply(void)
 
 int main(void)
 {
-	test_roundtrip();
-	test_broken_streams();
-	test_check_request();
-	test_check_reply();
-	return check_summary();
+	RUN(test_roundtrip());
+	RUN(test_broken_streams());
+	RUN(test_check_request());
+	RUN(test_check_reply());
+	return check_done();
 }

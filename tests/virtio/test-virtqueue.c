@@ -1189,7 +1189,7 @@ static void test_empty_pop_race(void)
 	CHECK(drv_reap(&d, &id, &len) == 1 && *avail_event == 0);
 	p.fd = uffd_wp_open(drv_ptr(&d, d.device & ~(uint64_t)(pg - 1)), pg, &why);
 	if (p.fd < 0) {
-		printf("# SKIP empty pop race: %s\n", why);
+		check_skip_case("%s", why);
 		drv_destroy(&d);
 		return;
 	}
@@ -1239,7 +1239,7 @@ int main(void)
 	test_threads(false);
 	test_threads(true);
 	test_sleep_after_empty();
-	test_empty_pop_race();
+	RUN(test_empty_pop_race());
 	test_random(false, 1.0);
 	test_random(true, 1.0);
 	return check_done();
