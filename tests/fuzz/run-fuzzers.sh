@@ -7,7 +7,8 @@
 # needed, runs each for N seconds (default 60, or $BRISK_FUZZ_SECONDS)
 # over a scratch copy of its seed corpus, and prints executions per
 # target.  Exits non-zero if any target crashed, leaked, timed out or
-# tripped a sanitizer; the reproducer is kept under build-fuzz/fuzz-out/.
+# tripped a sanitizer (the reproducer is kept under build-fuzz/fuzz-out/),
+# or has no seeds, loaded none, or executed nothing.
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -50,7 +51,13 @@ mkdir -p "$out"
 fail=0
 for t in "${targets[@]}"; do
 	work=$(mktemp -d)
-	cp -r "tests/fuzz/corpus/$t/." "$work/" 2>/dev/null
+	seeds=$(find "tests/fuzz/corpus/$t" -type f 2>/dev/null | wc -l)
+	if [ "$seeds" -eq 0 ] || ! cp -r "tests/fuzz/corpus/$t/." "$work/"; then
+		echo "FAIL $t: no seed corpus in tests/fuzz/corpus/$t"
+		fail=1
+		rm -rf "$work"
+		continue
+	fi
 	mkdir -p "$out/$t"
 	log=$out/$t.log
 	# Sanitizer reports abort the run so libFuzzer saves the input;
@@ -64,7 +71,12 @@ for t in "${targets[@]}"; do
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
-	if [ $rc -ne 0 ] || grep -qE '^(==[0-9]+==ERROR|SUMMARY: )' "$log"; then
+	# A target that ran nothing, or read none of its seeds, proved nothing.
+	loaded=$(sed -n 's/^INFO: seed corpus: files: \([0-9]*\).*/\1/p' "$log" | tail -1)
+	if [ $rc -eq 0 ] && { [ "${execs:-0}" -eq 0 ] || [ "${loaded:-0}" -eq 0 ]; }; then
+		echo "FAIL $t: ${execs:-0} executions, ${loaded:-0} of $seeds seeds loaded; log $log"
+		fail=1
+	elif [ $rc -ne 0 ] || grep -qE '^(==[0-9]+==ERROR|SUMMARY: )' "$log"; then
 		echo "FAIL $t: status $rc after ${execs:-?} executions; log $log"
 		grep -E 'ERROR|SUMMARY|runtime error|Test unit written' "$log" | head -5 | sed 's/^/    /'
 		fail=1
