@@ -1,8 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Installs what brisk needs, builds it with warnings as errors, and runs
-# every test: the fast unit and command-line suites, the KVM suite (guests
+# Installs what brisk needs, builds it with warnings as errors (also as
+# release, static, auto_var_init=off and pattern builds, the release one
+# running the unit suite), and runs every test: the fast unit and
+# command-line suites, the KVM suite (guests
 # booted under real KVM: natively where /dev/kvm works, else inside the
 # nested host of tests/kvm/with-kvm), then the unit suites again under
 # AddressSanitizer + UndefinedBehaviorSanitizer (the KVM suite too), and
@@ -84,6 +86,16 @@ setup() {
 echo "== build (hardened default: -ftrivial-auto-var-init=zero, -Werror)"
 setup build
 run_suite build --suite unit --suite cli
+echo "== every other build the README names (warnings as errors)"
+# A packager's -O3 build, the static binary and the other auto-var-init
+# modes must build too; the release build runs the unit suite, since -O3
+# is where undefined behaviour and uninitialized reads show.
+setup build-release --buildtype=release
+run_suite build-release --suite unit
+setup build-static -Dstatic=true
+setup build-off -Dauto_var_init=off
+setup build-pattern -Dauto_var_init=pattern
+
 echo "== KVM suite"
 run_suite build --suite kvm
 

@@ -18,15 +18,13 @@
 # blkdiscard and blkdiscard -z with the host file checked after, four
 # queues on two I/O threads, a packed ring of 16 wrapped hundreds of times
 # under fio with verify, then typing into the guest's shell on a real
-# terminal and leaving with Ctrl-A x.  The large boot, run only when
-# named: the same with -m 6G and -smp 8, the guest also filling RAM above
-# 4 GiB.  A guest that crashes or hangs fails its checks; nothing is
+# terminal and leaving with Ctrl-A x.  A guest that crashes or hangs fails its checks; nothing is
 # booted twice.  Every boot's stderr must be free of sanitizer reports.
 # All boots share one with-kvm host.  Output is TAP.  --only runs the
-# boots named, comma-separated: split, packed, durable, reset, fs, large
-# (default $BRISK_BLK_TESTS_ONLY, or all but large).  An arm64 brisk boots
+# boots named, comma-separated: split, packed, durable, reset, fs
+# (default $BRISK_BLK_TESTS_ONLY, or all).  An arm64 brisk boots
 # Debian's arm64 kernel, in the nested arm64 host unless this host runs it
-# natively; the fs and large boots, whose guest carries this host's
+# natively; the fs boot, whose guest carries this host's
 # programs, run only where brisk is built for this host's architecture.
 
 set -u
@@ -49,20 +47,20 @@ need() { # need TOOL PACKAGE
 	command -v "$1" >/dev/null || die "$1 not found; run: apt-get install $2"
 }
 
-# want BOOT: BOOT is among those to run; by default all but large.
+# want BOOT: BOOT is among those to run; by default all.
 want() {
-	if [ -z "$only" ]; then [ "$1" != large ]; return; fi
+	[ -n "$only" ] || return 0
 	case ,$only, in *,"$1",*) true ;; *) false ;; esac
 }
 for b in ${only//,/ }; do
-	case $b in split|packed|durable|reset|fs|large) ;; *) die "--only: no boot named $b" ;; esac
+	case $b in split|packed|durable|reset|fs) ;; *) die "--only: no boot named $b" ;; esac
 done
 . "$here/lib/arch.sh"
 arch=$(host_arch)
 [ -n "$brisk" ] && arch=$(elf_arch "$brisk" 2>/dev/null || host_arch)
 if [ "$arch" != "$(host_arch)" ]; then
-	{ want fs || want large; } && [ -n "$only" ] &&
-		die "--only: the fs and large boots' guests run this host's programs, and brisk is for $arch"
+	want fs && [ -n "$only" ] &&
+		die "--only: the fs boot's guest runs this host's programs, and brisk is for $arch"
 	[ -n "$only" ] || only=split,packed,durable,reset
 fi
 
@@ -98,20 +96,15 @@ if [ -z "$inner" ]; then
 		"$here/mkinitrd" -a "$arch" -o "$outdir/blk-guest.img" -i "$here/blk-init.sh" \
 			"${pats[@]}" || exit 1
 	fi
-	# The fs and large boots' guest also carries e2fsprogs, util-linux's
-	# discard tools and fio, with their libraries.
-	if want fs || want large; then
+	# The fs boot's guest also carries e2fsprogs, util-linux's discard
+	# tools and fio, with their libraries.
+	if want fs; then
 		"$here/mkinitrd" -a "$arch" -o "$outdir/blk-fs.img" -i "$here/blk-init.sh" "${pats[@]}" \
 			-m ext4 -m crc32c_generic -b mkfs.ext4 -b e2fsck -b filefrag \
 			-b blkdiscard -b fallocate -b fio || exit 1
 	fi
 	cd "$outdir" || exit 1
-	# Room in the nested host for the large boot's 6 GiB guest: in the
-	# default 3 GiB, QEMU cannot even map it, and brisk's guests crashed
-	# most often there (docs/benchmarks.md).
-	mem=3072
-	want large && mem=${BRISK_BLK_TESTS_NESTED_MEM:-8192}
-	exec "$here/with-kvm" --whole-stdout --timeout "${BRISK_BLK_TESTS_TIMEOUT:-900}" --mem "$mem" \
+	exec "$here/with-kvm" --whole-stdout --timeout "${BRISK_BLK_TESTS_TIMEOUT:-900}" --mem 3072 \
 		--brisk "$brisk" --work "$outdir" -- "$me" --inner --brisk "$brisk" --outdir "$outdir" --kernel "$kernel" ${only:+--only "$only"}
 fi
 
@@ -537,13 +530,12 @@ if want reset; then
 	finish_boot $b
 fi
 
-# ---- boot 5 (fs) and the large boot: ext4, discard, fio, a terminal -------
-# big_boot NAME MEM-GIB SMP FILL-MIB: ext4 on a 4-queue disk served by 2
-# I/O threads, discard and write zeroes, fio on a packed ring of 16, a
-# command typed on the terminal and Ctrl-A x; with FILL-MIB, a tmpfs file
-# of that size in RAM above 4 GiB too.
+# ---- boot 5 (fs): ext4, discard, fio, a terminal ---------------------------
+# big_boot NAME MEM-GIB SMP: ext4 on a 4-queue disk served by 2 I/O
+# threads, discard and write zeroes, fio on a packed ring of 16, a command
+# typed on the terminal and Ctrl-A x.
 big_boot() {
-	local b=$1 gib=$2 smp=$3 mem_mib=$4 qsize=16 fill=
+	local b=$1 gib=$2 smp=$3 qsize=16
 	initrd=$outdir/blk-fs.img
 	guard_s=${BRISK_BLK_TESTS_LARGE_GUARD:-400}
 	# The disks lie where holes can be punched, so a discard can show as
@@ -556,9 +548,8 @@ big_boot() {
 	head -c 65536 /dev/urandom >"$ddir/probe"
 	punch=no
 	fallocate -p -o 0 -l 65536 "$ddir/probe" 2>/dev/null && is_hole "$ddir/probe" 0 65536 && punch=yes
-	[ "$mem_mib" -gt 0 ] && fill=" blk.mem=$mem_mib:pc"
 	run_vm_tty $b -m "${gib}G" -smp "$smp" \
-		-append "console=$console quiet$fill blk.ext4=brisk-fs blk.discard=brisk-raw:8:4 blk.zero=brisk-raw:12:2 blk.fio=brisk-raw:32:8 blk.shell" \
+		-append "console=$console quiet blk.ext4=brisk-fs blk.discard=brisk-raw:8:4 blk.zero=brisk-raw:12:2 blk.fio=brisk-raw:32:8 blk.shell" \
 		-drive "file=$ddir/fs.raw,if=none,id=d0,format=raw,aio=io_uring,cache=writeback" \
 		-device virtio-blk-pci,drive=d0,num-queues=4,iothreads=2,serial=brisk-fs \
 		-drive "file=$ddir/raw.raw,if=none,id=d1,format=raw,aio=threads,cache=writeback" \
@@ -576,25 +567,9 @@ big_boot() {
 	got=$(echo "$l" | sed -n 's/.*memtotal_kb=\([0-9]*\).*/\1/p')
 	pct=$(( ${got:-0} * 100 / (gib * 1024 * 1024) ))
 	check $(( pct < 87 || pct > 100 )) "$b: MemTotal $pct% of -m ${gib}G (87..100%)" "'$l'"
-	[ "$mem_mib" -gt 0 ] && big_fill
 	big_disks
 	finish_boot $b
 	rm -rf "$ddir"
-}
-
-# The large boot's fill: checks for big_boot.
-big_fill() {
-	# The tmpfs file took pages of the Normal zone, which starts at 4 GiB
-	# (page 0x100000) on a 6 GiB guest, and reads back intact.
-	l=$(blk_lines | sed -n 's/^mem //p' | head -n 1)
-	got=$(echo "$l" | sed -n 's/.*normal_start_pfn=\([0-9]*\).*/\1/p')
-	check $(( ${got:-0} < 1048576 )) "$b: the Normal zone starts at or above 4 GiB" "'$l'"
-	got=$(echo "$l" | sed -n 's/.*normal_used_kb=\([0-9-]*\).*/\1/p')
-	check $(( ${got:-0} < mem_mib * 1024 * 9 / 10 )) \
-		"$b: a ${mem_mib} MiB tmpfs file took as much RAM above 4 GiB" "'$l'"
-	want_md5=$(for i in $(seq "$mem_mib"); do cat "$outdir/pc"; done | md5sum | cut -d' ' -f1)
-	got=$(echo "$l" | sed -n 's/.*md5=\([0-9a-f]*\).*/\1/p')
-	check $([ "$got" = "$want_md5" ]; echo $?) "$b: the guest reads it back intact (md5)" "'$got'"
 }
 
 # The disks' checks for big_boot.
@@ -679,12 +654,7 @@ big_disks() {
 }
 
 if want fs; then
-	big_boot fs 1 4 0
-fi
-# Only when asked for (--only large): in the nested host, guests this
-# large crash now and then below brisk (docs/benchmarks.md).
-if want large; then
-	big_boot large 6 8 512
+	big_boot fs 1 4
 fi
 tap_diag "with-kvm: nested host start retries: ${BRISK_WITH_KVM_RETRIES:-0}"
 [ "$tap_failed" -eq 0 ] || tap_diag "$tap_failed of $tap_n checks failed"

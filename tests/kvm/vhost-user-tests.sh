@@ -186,22 +186,13 @@ vm_failure() {
 	esac
 }
 
-# boot_retry NAME KIND APPEND: boot; in the nested host, once more if the
-# guest crashed or hung.
-boot_retry() {
+# boot_once NAME KIND APPEND: boot, and say why a guest that crashed or
+# hung did (the checks that follow fail it; nothing is booted again).
+boot_once() {
 	local why
 	boot "$@"
 	why=$(vm_failure)
-	[ -n "$why" ] && [ "${BRISK_WITH_KVM_ROUTE:-}" = nested ] || return 0
-	tap_diag "$1: $why; console kept in $1.log.1; booting once more"
-	{
-		echo "vhost-user-tests: $1: $why in the nested host; booting once more. Its console:"
-		tail -n 20 "$log"
-		tail -n 5 "$log.err"
-	} >&2
-	mv "$log" "$log.1"
-	mv "$log.err" "$log.err.1"
-	boot "$@"
+	[ -z "$why" ] || tap_diag "$1: $why"
 }
 dev_of() { vu_lines | awk -v m="mib=$1" '$1 == "disk" && $3 == m { print $2 }'; }
 mib_of() { vu_lines | awk -v d="$1" '$1 == "disk" && $2 == d { sub("mib=", "", $3); print $3 }'; }
@@ -278,7 +269,7 @@ matrix_line() {
 matrix() { # matrix NAME brisk|qemu [CHECK-LIST]
 	local name=$1 k
 	on_line() { matrix_line "$@"; }
-	boot_retry "$name" "$2" "console=ttyS0 quiet loglevel=2 panic=-1 vu.disks=3${3:+ vu.check=$3} vu.fio=$FIO_MIB vu.pause=1"
+	boot_once "$name" "$2" "console=ttyS0 quiet loglevel=2 panic=-1 vu.disks=3${3:+ vu.check=$3} vu.fio=$FIO_MIB vu.pause=1"
 	check "$name: clean power-off, exit 0" "$(vu_lines | grep -qx end; [ $? = 0 ] && [ "$vm_rc" = 0 ]; echo $?)" \
 		"exit $vm_rc"
 	check_disks "$name"
@@ -333,7 +324,7 @@ check_acked_in_files() { # check_acked_in_files NAME
 kill_boot() { # kill_boot NAME brisk|qemu
 	local name=$1 k
 	on_line() { kill_line "$@"; }
-	boot_retry "$name" "$2" "console=ttyS0 quiet loglevel=2 panic=-1 vu.disks=3 vu.write=$ROUNDS"
+	boot_once "$name" "$2" "console=ttyS0 quiet loglevel=2 panic=-1 vu.disks=3 vu.write=$ROUNDS"
 	check "$name: the front-end died of SIGKILL after $KILL_AT acknowledged writes" \
 		"$([ "$vm_rc" = 137 ] && [ "$acks" -ge "$KILL_AT" ]; echo $?)" "exit $vm_rc, $acks acks"
 	check "$name: the guest was still writing when it was killed" \
