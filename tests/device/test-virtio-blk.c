@@ -294,12 +294,23 @@ static bool gq_wants_kick(struct gq *q)
 	return __atomic_load_n((uint16_t *)&u->ring[q->num], __ATOMIC_ACQUIRE) == q->avail_idx;
 }
 
+/* Whether the ring comes to ask for a kick (the device idles with kicks on). */
+static bool wait_wants_kick(struct gq *q)
+{
+	long end = now_ms() + WAIT_MS;
+
+	while (!gq_wants_kick(q) && now_ms() < end)
+		usleep(100);
+	return gq_wants_kick(q);
+}
+
 /*
  * The kick protocol, judged by what the ring says rather than by how many
  * kicks a run happened to need (the scheduler decides that).  The driver
- * kicks only when the ring asks, as Linux does.  Without polling, every
- * request must be asked for: nothing turns kicks off while the device
- * sleeps.  With polling the I/O thread spins with kicks off after serving,
+ * kicks only when the ring asks, as Linux does.  Without polling, the
+ * device asks again each time it has served: nothing leaves kicks off
+ * while it sleeps (a round already running, such as the one queue start
+ * begins, may take a buffer without its kick).  With polling the I/O thread spins with kicks off after serving,
  * its window growing while the gaps fit in poll-us, so the driver is soon
  * told that no kick is needed; each buffer added then must still be
  * served.  Once the window passes idle, the ring asks for kicks again.
@@ -312,7 +323,7 @@ static void test_polling(unsigned poll_us, bool event_idx)
 	struct tmachine *t = machine_new("file=%s,if=none,id=x", dev, 1);
 	uint64_t want = event_idx ? ALL_FEATURES : ~(1ull << VIRTIO_F_RING_EVENT_IDX);
 	/* Polling is seen within a few requests; 4000 leaves room for a slow host. */
-	unsigned unkicked = 0, asked = 0, ok = 0, i, n = poll_us ? 4000 : 90;
+	unsigned unkicked = 0, rearmed = 0, ok = 0, i, n = poll_us ? 4000 : 90;
 	struct vdev d;
 	struct gq q;
 	uint32_t len;
@@ -326,28 +337,26 @@ static void test_polling(unsigned poll_us, bool event_idx)
 		/* An interrupt for the next used entry, as Linux re-arms it. */
 		if (event_idx)
 			((struct vring_avail *)gpa(t, q.avail))->ring[q.num] = q.last_used;
-		if (gq_kick_needed(&q, old)) {
+		if (gq_kick_needed(&q, old))
 			gq_kick(&q);
-			asked++;
-		} else {
-			unkicked++;
-		}
+		else
+			unkicked += poll_us != 0;
 		ok += gq_wait_used(&q, &len) >= 0 && breq_status(t, 0) == S_OK;
+		if (!poll_us)
+			rearmed += wait_wants_kick(&q);
 	}
 	CHECK(ok == i);
 	if (poll_us)
 		CHECK(unkicked == 8);
 	else
-		CHECK(asked == n);
+		CHECK(rearmed == n);
 	printf("# polling: poll-us=%u event_idx=%d: %u of %u requests without a kick\n",
 	       poll_us, event_idx, unkicked, i);
 
 	/* Idle: the spin ends by itself and kicks are asked for again. */
-	long end = now_ms() + WAIT_MS;
 	uint16_t old = q.avail_idx;
 
-	while (!gq_wants_kick(&q) && now_ms() < end)
-		usleep(1000);
+	CHECK(wait_wants_kick(&q));
 	breq_add(&q, &(struct breq){ T_IN, 1, 512, 1, false, 0, 0, 0 });
 	CHECK(gq_kick_needed(&q, old));
 	gq_kick(&q);
@@ -559,6 +568,127 @@ static void test_multiqueue(unsigned nq, unsigned iothreads)
 	CHECK(same);
 	machine_free(t);
 	CHECK(threads_named("vblk") == 0);
+}
+
+#ifdef SYS_epoll_wait
+#define EPOLL_WAIT_NR SYS_epoll_wait
+#else
+#define EPOLL_WAIT_NR SYS_epoll_pwait	/* arm64 has only the pwait one */
+#endif
+
+/* The voluntary context switches of the thread named NAME, and whether it
+ * sleeps; -1 if there is no such thread. */
+static long thread_status(const char *name, bool *asleep)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *e;
+	long n = -1;
+
+	while (dir && n < 0 && (e = readdir(dir))) {
+		char path[300], line[128] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		bool named = fgets(line, sizeof(line), f) && !strncmp(line, name, strlen(name)) &&
+			     line[strlen(name)] == '\n';
+		fclose(f);
+		if (!named)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+				break;
+		if (f)
+			fclose(f);
+		/* Asleep in epoll, not on a lock it is about to get. */
+		long nr = -1;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", e->d_name);
+		f = fopen(path, "r");
+		if (f && fscanf(f, "%ld", &nr) != 1)
+			nr = -1;
+		if (f)
+			fclose(f);
+		*asleep = nr == SYS_epoll_pwait || nr == EPOLL_WAIT_NR;
+	}
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+/*
+ * Voluntary context switches of the thread named NAME so far, once it
+ * sleeps (so a switch it is about to make is counted already); -1 if there
+ * is no such thread or it did not come to sleep.
+ */
+static long thread_switches(const char *name)
+{
+	long end = now_ms() + WAIT_MS, n;
+	bool asleep = false;
+
+	while ((n = thread_status(name, &asleep)) >= 0 && !asleep && now_ms() < end)
+		usleep(100);
+	return asleep ? n : -1;
+}
+
+/*
+ * Queue i is served by I/O thread i % iothreads, as the command line
+ * said.  Without polling a thread sleeps in epoll until its own queues
+ * have work, so serving queue k wakes thread k % N and no other: each
+ * thread's voluntary context switches tell which one ran.
+ */
+static void test_iothread_map(unsigned nq, unsigned nt)
+{
+	char dev[96];
+	struct vdev d;
+	struct gq q[4];
+	uint32_t len;
+
+	assert(nq <= 4 && nt <= 4);
+	snprintf(dev, sizeof(dev), "virtio-blk-pci,drive=x,poll-us=0,iothreads=%u", nt);
+	struct tmachine *t = machine_new("file=%s,if=none,id=x", dev, nq);
+
+	CHECK(vdev_find(t, 0, &d));
+	CHECK(vdev_init(&d, q, nq, 64, ALL_FEATURES) >> F_MQ & 1);
+	/* Every queue served once, and idle: the start's own wakeups are over. */
+	for (unsigned k = 0; k < nq; k++) {
+		CHECK(do_req(&q[k], (struct breq){ T_IN, 0, 512, 1, false, 8 * k, 0, 0 }, &len) == S_OK);
+		CHECK(wait_wants_kick(&q[k]));
+	}
+	for (unsigned k = 0; k < nq; k++) {
+		long before[4], after[4];
+		unsigned ok = 0;
+
+		for (unsigned j = 0; j < nt; j++) {
+			char name[16];
+
+			snprintf(name, sizeof(name), "vblk%u", j);
+			before[j] = thread_switches(name);
+		}
+		for (unsigned i = 0; i < 16; i++)
+			ok += do_req(&q[k], (struct breq){ T_IN, 100 * k + i, 512, 1, false,
+							   8 * k, 0, 0 }, &len) == S_OK;
+		CHECK(ok == 16);
+		for (unsigned j = 0; j < nt; j++) {
+			char name[16];
+
+			snprintf(name, sizeof(name), "vblk%u", j);
+			after[j] = thread_switches(name);
+			CHECK(before[j] >= 0 && after[j] >= 0);
+			if (j == k % nt)
+				CHECK(after[j] > before[j]);
+			else
+				CHECK(after[j] == before[j]);
+			if ((j == k % nt) != (after[j] > before[j]))
+				printf("# queue %u: thread vblk%u switched %ld times\n", k, j,
+				       after[j] - before[j]);
+		}
+	}
+	machine_free(t);
 }
 
 /* More threads than queues is a command-line error, and leaks nothing. */
@@ -1435,6 +1565,8 @@ int main(int argc, char **argv)
 	RUN(test_multiqueue(2, 0));
 	RUN(test_multiqueue(4, 4));
 	RUN(test_multiqueue(4, 3));
+	RUN(test_iothread_map(4, 3));
+	RUN(test_iothread_map(2, 2));
 	RUN(test_iothreads_too_many());
 	RUN(test_reset_inflight());
 	RUN(test_hostile());
