@@ -259,7 +259,7 @@ static inline struct tmachine *machine_board(unsigned ncpus, bool stall)
  * Its devices, from command-line strings: drive (a -drive, "%s" standing
  * for the disk's path, or its loop device's; NULL for none) and opts, pairs
  * of an option and its argument ("-device", "virtio-blk-pci,drive=d0",
- * ...) ending in NULL.  NULL, with brisk's error on stderr and t freed,
+ * ...; "-snapshot" takes an ignored one) ending in NULL.  NULL, with brisk's error on stderr and t freed,
  * when one cannot be made.
  */
 static inline struct tmachine *machine_devices(struct tmachine *t, const char *drive,
@@ -273,7 +273,8 @@ static inline struct tmachine *machine_devices(struct tmachine *t, const char *d
 		r = blk_cmdline_drive(t->c, arg);
 	}
 	for (; r == 0 && opts && opts[0]; opts += 2)
-		r = !strcmp(opts[0], "-device") ? blk_cmdline_device(t->c, opts[1]) :
+		r = !strcmp(opts[0], "-snapshot") ? (blk_cmdline_snapshot(t->c), 0) :
+		    !strcmp(opts[0], "-device") ? blk_cmdline_device(t->c, opts[1]) :
 		    !strcmp(opts[0], "-chardev") ? blk_cmdline_chardev(t->c, opts[1]) :
 		    blk_cmdline_export(t->c, opts[1]);
 	if (r < 0 || blk_cmdline_finish(t->c) < 0 || blk_devices_create(t->c, &t->m) < 0) {

@@ -691,6 +691,40 @@ static void test_iothread_map(unsigned nq, unsigned nt)
 	machine_free(t);
 }
 
+/*
+ * -snapshot, or snapshot=on on the drive: the guest's writes go to a
+ * private copy, so it reads them back while the image stays as it was.
+ */
+static void test_snapshot(bool global)
+{
+	const char *opts[] = { "-device", "virtio-blk-pci,drive=x", "-snapshot", "",
+			       NULL };
+	struct tmachine *t;
+	struct vdev d;
+	struct gq q;
+	uint8_t orig[4096];
+
+	if (!global)
+		opts[2] = NULL;
+	t = machine_build(global ? "file=%s,if=none,id=x" :
+			  "file=%s,if=none,id=x,snapshot=on", opts, 1);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK(vdev_find(t, 0, &d));
+	vdev_init(&d, &q, 1, 16, ALL_FEATURES);
+	for (unsigned i = 0; i < sizeof(orig); i++)
+		orig[i] = disk_byte(40 * 512 + i);
+	memset(slot_data(t, 0), 0x5a, 4096);
+	CHECK(do_req(&q, (struct breq){ T_OUT, 40, 4096, 1, false, 0, 0, 0 }, NULL) == S_OK);
+	CHECK(do_req(&q, (struct breq){ T_FLUSH, 0, 0, 0, false, 1, 0, 0 }, NULL) == S_OK);
+	memset(slot_data(t, 2), 0, 4096);
+	CHECK(do_req(&q, (struct breq){ T_IN, 40, 4096, 1, false, 2, 0, 0 }, NULL) == S_OK);
+	CHECK(slot_data(t, 2)[0] == 0x5a && slot_data(t, 2)[4095] == 0x5a);
+	CHECK(file_is(t, 40 * 512, orig, sizeof(orig)));
+	machine_free(t);
+}
+
 /* More threads than queues is a command-line error, and leaks nothing. */
 static void test_iothreads_too_many(void)
 {
@@ -1567,6 +1601,8 @@ int main(int argc, char **argv)
 	RUN(test_multiqueue(4, 3));
 	RUN(test_iothread_map(4, 3));
 	RUN(test_iothread_map(2, 2));
+	RUN(test_snapshot(true));
+	RUN(test_snapshot(false));
 	RUN(test_iothreads_too_many());
 	RUN(test_reset_inflight());
 	RUN(test_hostile());
