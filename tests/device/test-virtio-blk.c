@@ -34,6 +34,7 @@
 #include "virtio/virtio.h"
 #include "virtio/virtio_ring.h"
 
+#include "capture.h"
 #include "check.h"
 #include "blk-guest.h"
 
@@ -809,35 +810,58 @@ static void evil_chain(struct gq *q, enum evil e)
 	gq_kick(q);
 }
 
+/*
+ * What brisk must say broke the device, for each hostile chain: the line
+ * names the rule the chain broke, so a check that fires for the wrong
+ * reason (or a later one catching what an earlier should have) shows.
+ */
+static const char *const evil_reason[EVIL_COUNT] = {
+	[EVIL_OUTSIDE_RAM] = "descriptor buffer outside guest RAM",
+	[EVIL_LOOP] = "descriptor chain longer than its table",
+	[EVIL_IND_LEN] = "bad indirect table length",
+	[EVIL_IND_NESTED] = "indirect descriptor inside an indirect table",
+	[EVIL_READ_AFTER_WRITE] = "readable descriptor after a writable one",
+	[EVIL_AVAIL_JUMP] = "available index ahead by more than the queue size",
+	[EVIL_HEAD_RANGE] = "available head index out of range",
+	[EVIL_NO_STATUS] = "request without a status byte",
+	[EVIL_SHORT_HDR] = "request header shorter than 16 bytes",
+};
+
+/* Each hostile chain on a device of its own: NEEDS_RESET, why, recovery. */
 static void test_hostile(void)
 {
-	struct tmachine *t = machine_new("file=%s,if=none,id=x",
-					 "virtio-blk-pci,drive=x,num-queues=1", 1);
-	struct vdev d;
-	struct gq q;
-
-	CHECK(vdev_find(t, 0, &d));
 	for (int e = 0; e < EVIL_COUNT; e++) {
+		struct tmachine *t = machine_new("file=%s,if=none,id=x",
+						 "virtio-blk-pci,drive=x,num-queues=1", 1);
+		struct vdev d;
+		struct gq q;
+		char line[512];
+
+		CHECK(vdev_find(t, 0, &d));
 		vdev_init(&d, &q, 1, 16, ALL_FEATURES & ~(1ull << VIRTIO_F_RING_PACKED));
 		CHECK(do_req(&q, (struct breq){ T_IN, 1, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
 		CHECK(ioeventfds_assigned(t) == 1);
 		irq_take(&d, 0, 0);
+		capture_begin();
 		evil_chain(&q, (enum evil)e);
 		uint64_t cfg_irqs = irq_take(&d, 0, WAIT_MS);
+		int n = capture_end(line, sizeof(line));
 
-		if (!(vstatus(&d) & VIRTIO_CONFIG_S_NEEDS_RESET) || cfg_irqs != 1)
-			fprintf(stderr, "hostile case %d: status %#x, %llu config irqs\n", e,
-				vstatus(&d), (unsigned long long)cfg_irqs);
+		if (!(vstatus(&d) & VIRTIO_CONFIG_S_NEEDS_RESET) || cfg_irqs != 1 || n != 1 ||
+		    !strstr(line, evil_reason[e]) || !strstr(line, "needs reset"))
+			printf("# hostile case %d: status %#x, %llu config irqs, %d lines: %s", e,
+			       vstatus(&d), (unsigned long long)cfg_irqs, n, line);
 		CHECK(vstatus(&d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 		CHECK(cfg_irqs == 1);
+		CHECK(n == 1 && strstr(line, evil_reason[e]) && strstr(line, "needs reset"));
 		/* The I/O thread broke it: doorbells no longer bypass brisk. */
 		CHECK(ioeventfds_assigned(t) == 0);
 		CHECK(canaries_intact(t));
+		vdev_init(&d, &q, 1, 16, ALL_FEATURES);
+		CHECK(do_req(&q, (struct breq){ T_IN, 7, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
+		CHECK(slot_data(t, 1)[0] == disk_byte(7 * 512));
+		machine_free(t);
 	}
-	vdev_init(&d, &q, 1, 16, ALL_FEATURES);
-	CHECK(do_req(&q, (struct breq){ T_IN, 7, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
-	CHECK(slot_data(t, 1)[0] == disk_byte(7 * 512));
-	machine_free(t);
 }
 
 /* Several drives, each its own device. */

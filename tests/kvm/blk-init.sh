@@ -26,6 +26,7 @@
 #                           queue's interrupts before and after the writes
 #   blk.discard=SERIAL:MIB:LEN    blkdiscard LEN MiB at MIB
 #   blk.zero=SERIAL:MIB:LEN       blkdiscard -z (write zeroes) there
+#   blk.features=SERIAL     print the virtio feature bits the driver took;
 #   blk.fio=SERIAL:MIB:LEN  fio random writes and verify in LEN MiB at MIB;
 #                           print its status and the requests it made
 #   blk.shell               sync, print BLK-SHELL, then read commands from
@@ -328,6 +329,12 @@ do_discard() { # do_discard SERIAL MIB LEN [-z]
 	out "discard$4 $1 $2 rc=$?"
 }
 
+do_features() { # do_features SERIAL: bit 0 first, as sysfs has them
+	local dev
+	dev=$(dev_of "$1") || { out "features $1 no-disk"; return; }
+	out "features $1 $(cat "/sys/block/$dev/device/features")"
+}
+
 do_fio() { # do_fio SERIAL MIB LEN
 	local dev rc s0 s1
 	dev=$(dev_of "$1") || { out "fio $1 no-disk"; return; }
@@ -377,6 +384,7 @@ EOF
 	blk.ext4=*) do_ext4 "$v" ;;
 	blk.discard=*) do_discard "$a" "$b" "$c" ;;
 	blk.zero=*) do_discard "$a" "$b" "$c" -z ;;
+	blk.features=*) do_features "$v" ;;
 	blk.fio=*) do_fio "$a" "$b" "$c" ;;
 	blk.shell) do_shell ;;
 	esac

@@ -563,15 +563,18 @@ big_boot() {
 	trap 'rm -rf "$ddir"' EXIT
 	mkdisk "$ddir/fs.raw" $((64 * MiB))
 	mkdisk "$ddir/raw.raw" $((64 * MiB)) pc@7 pa@8 pb@9 pc@10 pa@11 pb@12 pc@13 pa@14 pb@15 pc@16
+	mkdisk "$ddir/plain.raw" $((16 * MiB))
 	head -c 65536 /dev/urandom >"$ddir/probe"
 	punch=no
 	fallocate -p -o 0 -l 65536 "$ddir/probe" 2>/dev/null && is_hole "$ddir/probe" 0 65536 && punch=yes
 	run_vm_tty $b -m "${gib}G" -smp "$smp" \
-		-append "console=$console quiet blk.ext4=brisk-fs blk.discard=brisk-raw:8:4 blk.zero=brisk-raw:12:2 blk.fio=brisk-raw:32:8 blk.shell" \
+		-append "console=$console quiet blk.ext4=brisk-fs blk.discard=brisk-raw:8:4 blk.zero=brisk-raw:12:2 blk.fio=brisk-raw:32:8 blk.features=brisk-plain blk.fio=brisk-plain:0:8 blk.shell" \
 		-drive "file=$ddir/fs.raw,if=none,id=d0,format=raw,aio=io_uring,cache=writeback" \
 		-device virtio-blk-pci,drive=d0,num-queues=4,iothreads=2,serial=brisk-fs \
 		-drive "file=$ddir/raw.raw,if=none,id=d1,format=raw,aio=threads,cache=writeback" \
-		-device virtio-blk-pci,drive=d1,packed=on,queue-size=$qsize,serial=brisk-raw
+		-device virtio-blk-pci,drive=d1,packed=on,queue-size=$qsize,serial=brisk-raw \
+		-drive "file=$ddir/plain.raw,if=none,id=d2,format=raw,aio=io_uring,cache=writeback" \
+		-device virtio-blk-pci,drive=d2,event_idx=off,indirect_desc=off,serial=brisk-plain
 	expect_exit $b 0
 	grep -q 'terminated by Ctrl-A x' "$log.err"
 	check $? "$b: brisk says Ctrl-A x ended it"
@@ -669,6 +672,14 @@ big_disks() {
 	check $([ "$rc" = 0 ]; echo $?) "$b: fio with verify on the packed ring of $qsize succeeded" "'$l'"
 	got=$(echo "$l" | sed -n 's/.*requests=\([0-9]*\).*/\1/p')
 	check $(( ${got:-0} < 100 * qsize )) "$b: ... over ${got:-0} requests: the ring wrapped $(( ${got:-0} / qsize )) times (100 at least)"
+	# event_idx=off, indirect_desc=off: the driver was not offered them
+	# (bits 28 and 29 of sysfs's string, bit 0 first), and fio verifies.
+	l=$(blk_lines | sed -n 's/^features brisk-plain //p' | head -n 1)
+	check $([ "${l:28:2}" = 00 ] && [ "${l:32:1}" = 1 ]; echo $?) \
+		"$b: event_idx=off,indirect_desc=off: no INDIRECT_DESC, no EVENT_IDX, VERSION_1" "'$l'"
+	l=$(blk_lines | sed -n 's/^fio brisk-plain //p' | head -n 1)
+	rc=$(echo "$l" | sed -n 's/^rc=\([0-9]*\).*/\1/p')
+	check $([ "$rc" = 0 ]; echo $?) "$b: fio with verify without EVENT_IDX or indirect descriptors" "'$l'"
 }
 
 if want fs; then
