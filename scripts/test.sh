@@ -102,7 +102,7 @@ run_suite build --suite kvm
 if [ "$(uname -m)" = x86_64 ]; then
 	echo "== arm64 (cross build; qemu-aarch64; nested arm64 host)"
 	scripts/build-arm64.sh build-arm64
-	run_suite build-arm64 arm-board arm-dtc dumpdtb user-dtb route
+	run_suite build-arm64 arm-board arm-dtc dumpdtb user-dtb route fences
 	run_suite build-arm64 --benchmark virtqueue-pop
 	run_suite build-arm64 --suite kvm
 fi
