@@ -77,7 +77,7 @@ EOF
 failed_tests() {
 	python3 - "$build/meson-logs/testlog.json" <<'EOF' 2>/dev/null || true
 import json, sys
-bad = [t["name"] for t in map(json.loads, open(sys.argv[1]))
+bad = [t["name"].split(" / ")[-1] for t in map(json.loads, open(sys.argv[1]))
        if t["result"] not in ("OK", "SKIP", "EXPECTEDFAIL")]
 print(",".join(bad))
 EOF

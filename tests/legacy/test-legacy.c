@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hw/acpi/acpi.h"
@@ -21,6 +22,7 @@
 #include "hw/misc/debug-exit.h"
 #include "hw/misc/pvpanic.h"
 
+#include "capture.h"
 #include "check.h"
 #include "test-board.h"
 
@@ -251,6 +253,77 @@ static void test_serial(const char *dir)
 	if (pfd[1] >= 0)
 		close(pfd[1]);
 	board_destroy(&b);
+}
+
+/* The status of a shutdown that another thread makes, within 2 s. */
+static int wait_status(struct test_board *b)
+{
+	int st = take_status(b);
+
+	for (int i = 0; i < 2000 && st == NO_SHUTDOWN; i++) {
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+		st = take_status(b);
+	}
+	return st;
+}
+
+/*
+ * -serial stdio on a terminal: Ctrl-A Ctrl-A gives the guest one Ctrl-A,
+ * Ctrl-A and any other key gives it nothing, Ctrl-A x ends brisk with
+ * status 0 and one line.  The terminal is a pty, made the controlling
+ * terminal of a child of its own session (brisk takes input only from its
+ * foreground terminal); the child's failed checks are its exit status.
+ */
+static void serial_escapes_child(int pty)
+{
+	struct test_board b;
+	const uint8_t want[] = { 'a', 0x01, 'b', 'c' };
+	char line[256];
+	bool same = true;
+	int tty;
+
+	CHECK(setsid() > 0);
+	tty = open(ptsname(pty), O_RDWR);	/* the session's terminal now */
+	CHECK(tty >= 0 && dup2(tty, 0) == 0);
+	board_init(&b, 1);
+	struct chardev *cd = chardev_open(&b.m, "stdio");
+	struct serial *s = cd ? serial_new(&b.m, SERIAL_COM1_BASE, SERIAL_COM1_IRQ, cd) : NULL;
+
+	CHECK(s != NULL);
+	if (s) {
+		outb(&b, FCR, 0x07);
+		CHECK(write(pty, "a\x01\x01" "b\x01z" "c", 7) == 7);
+		for (unsigned i = 0; i < sizeof(want); i++)
+			same &= wait_rx(&b) && inb(&b, RBR) == want[i];
+		CHECK(same);
+		CHECK(!(inb(&b, LSR) & 0x01));	/* the swallowed 'z' is not there */
+		CHECK(take_status(&b) == NO_SHUTDOWN);
+		capture_begin();
+		CHECK(write(pty, "\x01x", 2) == 2);
+		CHECK(wait_status(&b) == 0);
+		CHECK(capture_wait_for("terminated by Ctrl-A x", 2));
+		CHECK(capture_end(line, sizeof(line)) == 1);
+		serial_free(s);
+	}
+	board_destroy(&b);
+	_exit(failed ? 1 : 0);
+}
+
+static void test_serial_escapes(void)
+{
+	int pty = posix_openpt(O_RDWR | O_NOCTTY), st = -1;
+	pid_t pid;
+
+	CHECK(pty >= 0 && grantpt(pty) == 0 && unlockpt(pty) == 0);
+	if (pty < 0)
+		return;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0)
+		serial_escapes_child(pty);
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(pty);
 }
 
 /* ---- isa-debug-exit, pvpanic ---- */
@@ -578,6 +651,7 @@ int main(void)
 		return 1;
 	}
 	RUN(test_serial(dir));
+	RUN(test_serial_escapes());
 	rmdir(dir);
 	RUN(test_debug_exit());
 	RUN(test_pvpanic());
