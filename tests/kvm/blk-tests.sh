@@ -559,7 +559,7 @@ fi
 big_boot() {
 	local b=$1 gib=$2 smp=$3 qsize=16
 	initrd=$outdir/blk-fs.img
-	guard_s=${BRISK_BLK_TESTS_LARGE_GUARD:-400}
+	guard_s=${BRISK_BLK_TESTS_FS_GUARD:-400}
 	# The disks lie where holes can be punched, so a discard can show as
 	# one: the nested host's /tmp is a fresh tmpfs, natively $TMPDIR.
 	# tmpfs takes no O_DIRECT here, hence cache=writeback.

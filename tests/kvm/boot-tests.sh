@@ -130,6 +130,7 @@ boot() {
 	[ -n "$dx_addr" ] && append="$append brisk.dx=$dx_addr"
 	[ -n "$pv_addr" ] && append="$append brisk.pv=$pv_addr"
 	[ "$action" = panic ] && [ -z "$pvpanic" ] && append="$append panic=-1"
+	[ "$action" = triplefault ] && append="$append reboot=t"
 	local log=$outdir/$name.log cmd
 	if [ "$vmm" = brisk ]; then
 		cmd=("${run[@]}" "$brisk" -kernel "$kernel" -initrd "$initrd" -append "$append"
@@ -174,6 +175,11 @@ boot() {
 	fi
 	grep -q ' BRISK-INIT-UP$' "$log"
 	check $? "$name: guest init ran (serial marker)" || dump=1
+	if [ "$action" = triplefault ]; then
+		[ "$(wc -l <"$log.err")" = 1 ] && grep -q 'triple fault' "$log.err"
+		check $? "$name: one line on stderr says the guest triple faulted" \
+			"$(head -n 3 "$log.err" | tr '\n' ' ')" || dump=1
+	fi
 	got=$(sed -n 's/^[^ ]* nproc=//p' "$log" | head -n 1)
 	[ "$got" = "$smp" ]
 	check $? "$name: nproc == -smp $smp" "got '${got}'" || dump=1
@@ -260,6 +266,13 @@ if [ "$arch" = arm64 ]; then
 	# 32-bit store; pvpanic's status 2 without a guest pvpanic driver.
 	boot debug-exit-default-smp1 1 512 debug-exit=5 11 -device isa-debug-exit
 	[ "$vmm" = brisk ] && boot pvpanic-write-smp1 1 512 pvpanic-write 2
+fi
+# Linux's reboot=t resets by triple fault, an x86 thing; QEMU's -no-reboot
+# exits 0 on one, brisk 1.
+if [ "$arch" = x86_64 ] && [ "$vmm" = brisk ]; then
+	boot triplefault-smp1 1 512 triplefault 1
+elif [ "$vmm" = brisk ]; then
+	tap_skip "triplefault-smp1" "the guest's reboot=t triple fault is x86's; arm64 has none"
 fi
 boot timeout-smp1 1 512 sleep 124 -timeout "$timeout_s"
 tap_diag "with-kvm: nested host start retries: ${BRISK_WITH_KVM_RETRIES:-0}"

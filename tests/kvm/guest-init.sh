@@ -31,6 +31,8 @@ fi
 case $action in
 poweroff) poweroff -f ;;
 reboot) reboot -f ;;
+# With reboot=t on the kernel's command line the reboot is a triple fault.
+triplefault) reboot -f ;;
 debug-exit=*)
 	v=${action#debug-exit=}
 	if [ -n "$dx" ]; then
