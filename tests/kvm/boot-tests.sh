@@ -100,13 +100,19 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 # rtc_slack seconds of the host's clock when the host read them, and its
 # alarm raised the RTC's interrupt.
 rtc_slack=3
+# rtc_time_check NAME LOG OFFSET WHAT: the guest's since_epoch is the host's
+# clock plus OFFSET seconds.
+rtc_time_check() {
+	local t v
+	read -r t v _ < <(sed -n 's/^\([^ ]*\) rtc=/\1 /p' "$2" | head -n 1)
+	awk -v t="${t:-0}" -v v="$v" -v o="$3" -v l="$rtc_slack" \
+		'BEGIN { exit !(v ~ /^[0-9]+$/ && v - t - o <= l && t + o - v <= l) }'
+	check $? "$1: RTC since_epoch within ${rtc_slack}s of the host's clock + $3 s ($4)" \
+		"guest ${v:-nothing}, host ${t:-never}"
+}
 rtc_check() {
 	local name=$1 log=$2 ret=0 t v s
-	read -r t v _ < <(sed -n 's/^\([^ ]*\) rtc=/\1 /p' "$log" | head -n 1)
-	awk -v t="${t:-0}" -v v="$v" -v l="$rtc_slack" \
-		'BEGIN { exit !(v ~ /^[0-9]+$/ && v - t <= l && t - v <= l) }'
-	check $? "$name: RTC since_epoch within ${rtc_slack}s of the host's clock" \
-		"guest ${v:-nothing}, host ${t:-never}" || ret=1
+	rtc_time_check "$name" "$log" 0 "UTC" || ret=1
 	read -r t v < <(sed -n 's/^\([^ ]*\) hwclock=/\1 /p' "$log" | head -n 1)
 	# busybox prints ctime()'s form and "  0.000000 seconds".
 	s=$(date -u -d "${v%  *seconds}" +%s 2>/dev/null)
@@ -131,9 +137,11 @@ boot() {
 	[ -n "$pv_addr" ] && append="$append brisk.pv=$pv_addr"
 	[ "$action" = panic ] && [ -z "$pvpanic" ] && append="$append panic=-1"
 	[ "$action" = triplefault ] && append="$append reboot=t"
-	local log=$outdir/$name.log cmd
+	local log=$outdir/$name.log cmd tz=
+	# TZ=... first among the VMM's arguments: brisk's time zone.
+	case ${1:-} in TZ=*) tz=$1; shift ;; esac
 	if [ "$vmm" = brisk ]; then
-		cmd=("${run[@]}" "$brisk" -kernel "$kernel" -initrd "$initrd" -append "$append"
+		cmd=("${run[@]}" ${tz:+env "$tz"} "$brisk" -kernel "$kernel" -initrd "$initrd" -append "$append"
 			-m "${mem_mb}M" -smp "$smp" "$@")
 	else
 		cmd=(qemu-system-x86_64 -accel kvm -cpu host -machine q35
@@ -197,7 +205,9 @@ boot() {
 
 	# The RTC: what the guest read against the host's time at that line,
 	# in one boot (the QEMU CI options' -rtc base=utc).
-	if [ "$action" = poweroff ] && [ "$arch" = x86_64 ]; then
+	if [ -n "$tz" ]; then
+		rtc_time_check "$name" "$log" "$tz_offset" "-rtc base=localtime, $tz" || dump=1
+	elif [ "$action" = poweroff ] && [ "$arch" = x86_64 ]; then
 		rtc_check "$name" "$log" || dump=1
 	elif [ "$action" = poweroff ]; then
 		tap_skip "$name: the guest's RTC" "the check counts the CMOS RTC's IRQ 8, x86's; arm64's PL031 (time, alarm, interrupt) is checked by the unit test primecell"
@@ -257,7 +267,16 @@ if [ "$vmm" = brisk ]; then
 		-action panic=exit-failure,reboot=shutdown -rtc base=utc,clock=host)
 fi
 boot poweroff-smp1 1 512 poweroff 0 "${qemu_ci[@]}"
-boot reboot-smp2 2 1024 reboot 0 -no-reboot
+# The guest's RTC in brisk's local time: a POSIX zone 5 hours east of UTC
+# (needs no zoneinfo file), so the guest reads UTC + 18000 s.
+tz_offset=18000
+if [ "$arch" = x86_64 ] && [ "$vmm" = brisk ]; then
+	boot reboot-smp2 2 1024 reboot 0 TZ=BRK-5 -no-reboot -rtc base=localtime
+else
+	boot reboot-smp2 2 1024 reboot 0 -no-reboot
+	[ "$vmm" = brisk ] && tap_skip "reboot-smp2: -rtc base=localtime" \
+		"the guest's clock is read through x86's CMOS RTC here; arm64's PL031 in local time is checked by the unit test primecell"
+fi
 boot debug-exit-1-smp4 4 1024 debug-exit=1 3 "${dx[@]}"
 boot debug-exit-0x21-smp2 2 512 debug-exit=0x21 67 "${dx[@]}"
 boot panic-smp1 1 512 panic "$panic_rc"
