@@ -110,7 +110,7 @@ for i in "$@"; do
 	fi
 	if ! timeout 900 ninja -C "$build" >"$tmp/ninja.log" 2>&1; then
 		echo "not ok $n - $file: $why: DOES NOT BUILD"
-		grep -E 'error|warning' "$tmp/ninja.log" | head -n 5 | sed 's/^/# /'
+		grep -E 'error:' "$tmp/ninja.log" | head -n 5 | sed 's/^/# /'
 		broken=$((broken + 1))
 	else
 		sel=(--suite unit --suite cli)

@@ -11,7 +11,9 @@
 # Boots a busybox guest several times and checks brisk's exit-status
 # contract (include/hw/machine.h) and what the guest sees: the init marker,
 # nproc == -smp, MemTotal close to -m, /proc/cmdline holding -append intact;
-# on x86 its RTC (time read, and the alarm's interrupt) in the poweroff boot.
+# on x86 its RTC (time read, and the alarm's interrupt) in the poweroff boot,
+# in local time (-rtc base=localtime) in the reboot boot, and a triple fault
+# (exit 1); in the 4-CPU boot a CPU taken offline and back (arm64: PSCI).
 # All boots share one with-kvm host, since a nested host costs tens of
 # seconds to start.  --qemu runs the same boots under qemu-system-x86_64
 # -accel kvm (where QEMU differs, e.g. its panic status, the expectation
@@ -137,6 +139,7 @@ boot() {
 	[ -n "$pv_addr" ] && append="$append brisk.pv=$pv_addr"
 	[ "$action" = panic ] && [ -z "$pvpanic" ] && append="$append panic=-1"
 	[ "$action" = triplefault ] && append="$append reboot=t"
+	[ "$smp" = 4 ] && append="$append brisk.hotplug"
 	local log=$outdir/$name.log cmd tz=
 	# TZ=... first among the VMM's arguments: brisk's time zone.
 	case ${1:-} in TZ=*) tz=$1; shift ;; esac
@@ -183,6 +186,11 @@ boot() {
 	fi
 	grep -q ' BRISK-INIT-UP$' "$log"
 	check $? "$name: guest init ran (serial marker)" || dump=1
+	if [ "$smp" = 4 ]; then
+		got=$(sed -n 's/^[^ ]* cpu_off=//p' "$log" | head -n 1)/$(sed -n 's/^[^ ]* cpu_on=//p' "$log" | head -n 1)
+		[ "$got" = 3/4 ]
+		check $? "$name: CPU 3 taken offline and back (nproc 3, then 4)" "got '$got'" || dump=1
+	fi
 	if [ "$action" = triplefault ]; then
 		[ "$(wc -l <"$log.err")" = 1 ] && grep -q 'triple fault' "$log.err"
 		check $? "$name: one line on stderr says the guest triple faulted" \

@@ -10,14 +10,21 @@ echo "cmdline=$(cat /proc/cmdline)"
 # its clock: seconds since the epoch, and busybox hwclock (/dev/rtc0).
 echo "rtc=$(cat /sys/class/rtc/rtc0/since_epoch 2>/dev/null || echo none) $(cat /sys/class/rtc/rtc0/name 2>/dev/null)"
 echo "hwclock=$(hwclock -r -u 2>&1 | head -n 1)"
-action= dx= pv=
+action= dx= pv= hotplug=
 for w in $(cat /proc/cmdline); do
 	case $w in
 	brisk.test=*) action=${w#brisk.test=} ;;
 	brisk.dx=*) dx=${w#brisk.dx=} ;;
 	brisk.pv=*) pv=${w#brisk.pv=} ;;
+	brisk.hotplug) hotplug=1 ;;
 	esac
 done
+# The last CPU taken offline and back (arm64: PSCI CPU_OFF, then CPU_ON).
+if [ -n "$hotplug" ]; then
+	c=/sys/devices/system/cpu/cpu$(($(nproc) - 1))/online
+	echo 0 >"$c" && [ "$(cat "$c")" = 0 ] && echo "cpu_off=$(nproc)"
+	echo 1 >"$c" && [ "$(cat "$c")" = 1 ] && echo "cpu_on=$(nproc)"
+fi
 echo "action=$action"
 # The RTC's alarm interrupt, in the power-off boot only (it waits 3 s): the
 # rtc0 line of /proc/interrupts before and after an alarm 2 s ahead.
