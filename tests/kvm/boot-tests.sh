@@ -186,6 +186,12 @@ boot() {
 	fi
 	grep -q ' BRISK-INIT-UP$' "$log"
 	check $? "$name: guest init ran (serial marker)" || dump=1
+	if [ "$name" = dtb-smp1 ]; then
+		got=$(sed -n 's/^[^ ]* dt_user=//p' "$log" | head -n 1)
+		[ "$got" = yes ]
+		check $? "$name: the guest booted on the -dtb tree (its brisk-user-tree property)" \
+			"got '$got'" || dump=1
+	fi
 	if [ "$smp" = 4 ]; then
 		got=$(sed -n 's/^[^ ]* cpu_off=//p' "$log" | head -n 1)/$(sed -n 's/^[^ ]* cpu_on=//p' "$log" | head -n 1)
 		[ "$got" = 3/4 ]
@@ -293,6 +299,16 @@ if [ "$arch" = arm64 ]; then
 	# 32-bit store; pvpanic's status 2 without a guest pvpanic driver.
 	boot debug-exit-default-smp1 1 512 debug-exit=5 11 -device isa-debug-exit
 	[ "$vmm" = brisk ] && boot pvpanic-write-smp1 1 512 pvpanic-write 2
+	# -dtb: brisk's own tree, dumped, with a property added that the
+	# guest then finds in /proc/device-tree.
+	if [ "$vmm" = brisk ]; then
+		"${run[@]}" "$brisk" -M virt,dumpdtb="$outdir/own.dtb" -m 512M -smp 1 &&
+			dtc -q -I dtb -O dts "$outdir/own.dtb" |
+			sed '0,/^\/ {$/s//\/ {\n\tbrisk-user-tree = "yes";/' |
+			dtc -q -I dts -O dtb -o "$outdir/user.dtb"
+		check $? "-dtb: a user's tree made from -machine dumpdtb and dtc"
+		boot dtb-smp1 1 512 poweroff 0 -dtb "$outdir/user.dtb"
+	fi
 fi
 # Linux's reboot=t resets by triple fault, an x86 thing; QEMU's -no-reboot
 # exits 0 on one, brisk 1.
