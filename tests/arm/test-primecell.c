@@ -64,9 +64,15 @@ static uint32_t id_word(struct test_board *b, uint64_t base, unsigned off)
 #define INT_TX 0x20
 #define INT_RT 0x40
 
-static void settle(void)
+/*
+ * Waits (up to 2 s) until reg & mask is want: the reader thread hands
+ * input over when it gets to run, and the test judges what it then sees.
+ */
+static bool wait_reg(struct test_board *b, uint64_t reg, uint32_t mask, uint32_t want)
 {
-	nanosleep(&(struct timespec){ .tv_nsec = 20000000 }, NULL);
+	for (int i = 0; i < 2000 && (rd(b, reg) & mask) != want; i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	return (rd(b, reg) & mask) == want;
 }
 
 static void test_pl011_tx(struct test_board *b, int out_rd)
@@ -104,12 +110,12 @@ static void test_pl011_rx(struct test_board *b, int in_wr)
 	wr(b, UART + LCR_H, 0x60);
 	wr(b, UART + IMSC, INT_RX | INT_RT);
 	CHECK(write(in_wr, "ab", 2) == 2);
-	settle();
-	CHECK(rd(b, UART + FR) & FR_RXFF);
+	CHECK(wait_reg(b, UART + FR, FR_RXFF, FR_RXFF));
 	CHECK(rd(b, UART + RIS) & INT_RX);
 	CHECK(level(b, UART_SPI) == 1);
 	CHECK(rd(b, UART + DR) == 'a');
-	settle();			/* the reader hands over the held 'b' */
+	/* the reader hands over the held 'b' */
+	CHECK(wait_reg(b, UART + FR, FR_RXFE, 0));
 	CHECK(rd(b, UART + DR) == 'b');
 	CHECK(rd(b, UART + FR) & FR_RXFE);
 	CHECK(level(b, UART_SPI) == 0);
@@ -118,17 +124,15 @@ static void test_pl011_rx(struct test_board *b, int in_wr)
 	wr(b, UART + LCR_H, 0x70);
 	wr(b, UART + IFLS, 2 << 3);
 	CHECK(write(in_wr, "0123456789", 10) == 10);
-	settle();
-	CHECK((rd(b, UART + RIS) & (INT_RX | INT_RT)) == INT_RT);
+	CHECK(wait_reg(b, UART + RIS, INT_RX | INT_RT, INT_RT));
 	CHECK(write(in_wr, "abcdefghijklmnopqrstuvwxyz", 26) == 26);
-	settle();
+	CHECK(wait_reg(b, UART + FR, FR_RXFF, FR_RXFF));
 	/* 32 in the FIFO, 4 held back by the reader, nothing lost. */
 	CHECK(rd(b, UART + FR) & FR_RXFF);
 	CHECK((rd(b, UART + RIS) & (INT_RX | INT_RT)) == INT_RX);
 	for (unsigned i = 0; i < 36; i++) {
+		CHECK(wait_reg(b, UART + FR, FR_RXFE, 0));
 		buf[i] = rd(b, UART + DR);
-		if (i % 8 == 7)
-			settle();
 	}
 	CHECK(!memcmp(buf, "0123456789abcdefghijklmnopqrstuvwxyz", 36));
 	CHECK(rd(b, UART + FR) & FR_RXFE);
