@@ -941,42 +941,4 @@ static inline bool file_is(struct tmachine *t, unsigned off, const uint8_t *buf,
 
 #define ALL_FEATURES (~0ull)
 
-/* What brisk says on stderr between stderr_begin() and stderr_end(). */
-struct errcap {
-	char path[32];
-	int fd, saved;
-};
-
-static inline void stderr_begin(struct errcap *c)
-{
-	strcpy(c->path, "/tmp/brisk-vblk-err-XXXXXX");
-	c->fd = mkstemp(c->path);
-	c->saved = dup(STDERR_FILENO);
-	fflush(stderr);
-	CHECK(c->fd >= 0 && c->saved >= 0 && dup2(c->fd, STDERR_FILENO) >= 0);
-}
-
-/* The lines said, and of them those that hold want. */
-static inline unsigned stderr_end(struct errcap *c, const char *want, unsigned *holding)
-{
-	char line[512];
-	unsigned lines = 0;
-	FILE *f;
-
-	fflush(stderr);
-	dup2(c->saved, STDERR_FILENO);
-	close(c->saved);
-	*holding = 0;
-	f = fdopen(c->fd, "r");
-	rewind(f);
-	while (fgets(line, sizeof(line), f)) {
-		lines++;
-		*holding += strstr(line, want) != NULL;
-	}
-	fclose(f);
-	unlink(c->path);
-	return lines;
-}
-
-
 #endif

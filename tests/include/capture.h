@@ -42,6 +42,19 @@ static inline bool capture_wait_for(const char *needle, int wait_s)
 	return false;
 }
 
+/* How many lines written since capture_begin hold NEEDLE. */
+static inline int capture_count(const char *needle)
+{
+	char buf[512];
+	int n = 0;
+
+	fflush(stderr);
+	rewind(captured);
+	while (fgets(buf, sizeof(buf), captured))
+		n += strstr(buf, needle) != NULL;
+	return n;
+}
+
 /* Whether every line written since capture_begin holds one of NEEDLES
  * (NULL-terminated). */
 static inline bool capture_only(const char *const *needles)
