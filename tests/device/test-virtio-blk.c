@@ -312,10 +312,11 @@ static bool wait_wants_kick(struct gq *q)
  * kicks only when the ring asks, as Linux does.  Without polling, the
  * device asks again each time it has served: nothing leaves kicks off
  * while it sleeps (a round already running, such as the one queue start
- * begins, may take a buffer without its kick).  With polling the I/O thread spins with kicks off after serving,
- * its window growing while the gaps fit in poll-us, so the driver is soon
- * told that no kick is needed; each buffer added then must still be
- * served.  Once the window passes idle, the ring asks for kicks again.
+ * begins, may take a buffer without its kick).  With polling the I/O
+ * thread spins with kicks off after serving, its window growing while the
+ * gaps fit in poll-us, so the driver is soon told that no kick is needed;
+ * each buffer added then must still be served.  Once the window passes
+ * idle, the ring asks for kicks again.
  */
 static void test_polling(unsigned poll_us, bool event_idx)
 {
@@ -352,8 +353,8 @@ static void test_polling(unsigned poll_us, bool event_idx)
 		CHECK(unkicked == 8);
 	else
 		CHECK(rearmed == n);
-	printf("# polling: poll-us=%u event_idx=%d: %u of %u requests without a kick\n",
-	       poll_us, event_idx, unkicked, i);
+	printf("# polling: poll-us=%u event_idx=%d: %u requests, %u without a kick, "
+	       "%u times asked again\n", poll_us, event_idx, i, unkicked, rearmed);
 
 	/* Idle: the spin ends by itself and kicks are asked for again. */
 	uint16_t old = q.avail_idx;
