@@ -91,7 +91,7 @@ nested_arm64_boot() {
 	local kernel=$1 initrd=$2 waited=0
 	rm -f "$ctl/up" "$ctl/beat" "$ctl/stop"
 	qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 -cpu max \
-		-accel tcg,thread=multi -smp "$cpus" -m "$mem" \
+		-accel tcg,thread=multi -smp "${cpus:-2}" -m "$mem" \
 		-display none -monitor none -serial "file:$ctl/console" -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" \
 		-append "console=ttyAMA0 quiet loglevel=0 panic=-1 rdinit=/init" \
