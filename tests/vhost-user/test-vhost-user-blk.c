@@ -312,7 +312,13 @@ static void test_negotiation(void)
 	/* QEMU 7.2 asks for 57 bytes; a newer one for more than brisk knows. */
 	c.size = 100;
 	CHECK(vuf_request(&f, VHOST_USER_GET_CONFIG, &c, 12 + c.size, NULL, 0, &r) == 0);
-	CHECK(r.hdr.size == 112 && r.payload.config.data[99] == 0);
+	CHECK(r.hdr.size == 112);
+	/* Past brisk's 60 bytes: zeros, never what lies beyond in its memory. */
+	bool zeros = true;
+
+	for (unsigned i = 60; i < 100; i++)
+		zeros &= r.payload.config.data[i] == 0;
+	CHECK(zeros);
 	/* A range beyond any config space: an empty reply, not an error. */
 	c = (struct vhost_user_config){ .offset = 250, .size = 10 };
 	CHECK(vuf_request(&f, VHOST_USER_GET_CONFIG, &c, 12 + c.size, NULL, 0, &r) == 0);
