@@ -579,6 +579,22 @@ static void test_multiqueue(unsigned nq, unsigned iothreads)
 #define EPOLL_WAIT_NR SYS_epoll_pwait	/* arm64 has only the pwait one */
 #endif
 
+/* Whether task TID of this process sleeps in epoll_wait. */
+static bool task_in_epoll(const char *tid)
+{
+	char path[300];
+	long nr = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", tid);
+	f = fopen(path, "r");
+	if (f && fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	if (f)
+		fclose(f);
+	return nr == SYS_epoll_pwait || nr == EPOLL_WAIT_NR;
+}
+
 /* The voluntary context switches of the thread named NAME, and whether it
  * sleeps; -1 if there is no such thread. */
 static long thread_status(const char *name, bool *asleep)
@@ -600,6 +616,12 @@ static long thread_status(const char *name, bool *asleep)
 		fclose(f);
 		if (!named)
 			continue;
+		/*
+		 * Asleep in epoll (not on a lock it is about to get) before and
+		 * after the count is read: then the count holds its last switch.
+		 */
+		bool before = task_in_epoll(e->d_name);
+
 		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
 		f = fopen(path, "r");
 		while (f && fgets(line, sizeof(line), f))
@@ -607,16 +629,7 @@ static long thread_status(const char *name, bool *asleep)
 				break;
 		if (f)
 			fclose(f);
-		/* Asleep in epoll, not on a lock it is about to get. */
-		long nr = -1;
-
-		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", e->d_name);
-		f = fopen(path, "r");
-		if (f && fscanf(f, "%ld", &nr) != 1)
-			nr = -1;
-		if (f)
-			fclose(f);
-		*asleep = nr == SYS_epoll_pwait || nr == EPOLL_WAIT_NR;
+		*asleep = before && task_in_epoll(e->d_name);
 	}
 	if (dir)
 		closedir(dir);
@@ -851,8 +864,9 @@ static void test_hostile(void)
 
 		if (!(vstatus(&d) & VIRTIO_CONFIG_S_NEEDS_RESET) || cfg_irqs != 1 || n != 1 ||
 		    !strstr(line, evil_reason[e]) || !strstr(line, "needs reset"))
-			printf("# hostile case %d: status %#x, %llu config irqs, %d lines: %s", e,
-			       vstatus(&d), (unsigned long long)cfg_irqs, n, line);
+			printf("# hostile case %d: status %#x, %llu config irqs, %d lines: %.*s\n", e,
+			       vstatus(&d), (unsigned long long)cfg_irqs, n,
+			       (int)strcspn(line, "\n"), line);
 		CHECK(vstatus(&d) & VIRTIO_CONFIG_S_NEEDS_RESET);
 		CHECK(cfg_irqs == 1);
 		CHECK(n == 1 && strstr(line, evil_reason[e]) && strstr(line, "needs reset"));

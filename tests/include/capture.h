@@ -6,8 +6,10 @@
  * What brisk writes on stderr between capture_begin() and capture_end(),
  * for tests of its "one line on stderr" promises.  Not nestable.
  */
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,6 +21,13 @@ static inline void capture_begin(void)
 	fflush(stderr);
 	captured = tmpfile();
 	saved_stderr = dup(2);
+	if (!captured || saved_stderr < 0)
+		abort();
+	/*
+	 * fd 2 shares the reader's file offset: appending keeps a line that
+	 * another thread writes while capture_wait_for() rewinds at the end.
+	 */
+	fcntl(fileno(captured), F_SETFL, O_APPEND);
 	dup2(fileno(captured), 2);
 }
 
@@ -69,7 +78,7 @@ static inline bool capture_only(const char *const *needles)
 		for (const char *const *n = needles; *n && !known; n++)
 			known = strstr(buf, *n) != NULL;
 		if (!known) {
-			printf("# unexpected line: %s", buf);
+			printf("# unexpected line: %.*s\n", (int)strcspn(buf, "\n"), buf);
 			return false;
 		}
 	}

@@ -7,7 +7,7 @@ echo "nproc=$(nproc)"
 echo "memtotal_kb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
 echo "cmdline=$(cat /proc/cmdline)"
 # A property only a user's -dtb tree has (boot-tests' dtb boot).
-echo "dt_user=$(tr -d '\0' </proc/device-tree/brisk-user-tree 2>/dev/null)"
+echo "dt_user=$(tr -d '\0' 2>/dev/null </proc/device-tree/brisk-user-tree)"
 # The RTC as the guest's own driver reads it, for the host to hold against
 # its clock: seconds since the epoch, and busybox hwclock (/dev/rtc0).
 echo "rtc=$(cat /sys/class/rtc/rtc0/since_epoch 2>/dev/null || echo none) $(cat /sys/class/rtc/rtc0/name 2>/dev/null)"

@@ -9,6 +9,8 @@
 set -u
 . "$(dirname "$0")/../include/tap.sh"
 objdump=$1 lib=$2
+command -v "$objdump" >/dev/null ||
+	{ tap_skip "full fences" "no $objdump (binutils for this architecture)"; tap_done; }
 
 # Which instruction is a full fence depends on the architecture.
 case $("$objdump" -f "$lib" | sed -n 's/.*architecture: \([^,]*\).*/\1/p' | head -n 1) in
