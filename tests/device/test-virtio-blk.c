@@ -502,6 +502,26 @@ static void test_irq_interval(unsigned gap_ms)
 }
 
 /* Threads of this process whose name starts with prefix. */
+/* Whether task TID of this process is named NAME (only begins so: PREFIX). */
+static bool task_named(const char *tid, const char *name, bool prefix)
+{
+	char path[300], comm[32] = "";
+	size_t len = strlen(name);
+	bool named;
+	FILE *f;
+
+	if (tid[0] == '.')
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%s/comm", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	named = fgets(comm, sizeof(comm), f) && !strncmp(comm, name, len) &&
+		(prefix || comm[len] == '\n');
+	fclose(f);
+	return named;
+}
+
 static unsigned threads_named(const char *prefix)
 {
 	DIR *dir = opendir("/proc/self/task");
@@ -510,20 +530,8 @@ static unsigned threads_named(const char *prefix)
 
 	if (!dir)
 		return 0;
-	while ((e = readdir(dir))) {
-		char path[300], comm[32] = "";
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, prefix, strlen(prefix)))
-			n++;
-		fclose(f);
-	}
+	while ((e = readdir(dir)))
+		n += task_named(e->d_name, prefix, true);
 	closedir(dir);
 	return n;
 }
@@ -604,17 +612,10 @@ static long thread_status(const char *name, bool *asleep)
 	long n = -1;
 
 	while (dir && n < 0 && (e = readdir(dir))) {
-		char path[300], line[128] = "";
+		char path[300], line[128];
 		FILE *f;
 
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		bool named = fgets(line, sizeof(line), f) && !strncmp(line, name, strlen(name)) &&
-			     line[strlen(name)] == '\n';
-		fclose(f);
-		if (!named)
+		if (!task_named(e->d_name, name, false))
 			continue;
 		/*
 		 * Asleep in epoll (not on a lock it is about to get) before and
