@@ -42,10 +42,12 @@ count() {
 # and every retried start of the nested host, from meson's log of the
 # run, so none hides behind "passed".
 notes=$(mktemp)
-trap 'rm -f "$notes"' EXIT
+fails=$(mktemp)
+trap 'rm -f "$notes" "$fails"' EXIT
 collect() {
-	python3 - "$1/meson-logs/testlog.json" >>"$notes" <<'EOF'
+	python3 - "$1/meson-logs/testlog.json" "$fails" >>"$notes" <<'EOF'
 import json, re, sys
+fails = open(sys.argv[2], "a")
 for line in open(sys.argv[1]):
     t = json.loads(line)
     out, err = t.get("stdout") or "", t.get("stderr") or ""
@@ -58,6 +60,14 @@ for line in open(sys.argv[1]):
     for l in err.splitlines():
         if l.startswith("with-kvm: retry"):
             print("retry: %s: %s" % (t["name"], l))
+    if t["result"] not in ("OK", "SKIP", "EXPECTEDFAIL"):
+        # A log's tail is what CI shows: name what failed, and why.
+        why = [l for l in out.splitlines() if l.startswith("not ok")][:20]
+        why += err.strip().splitlines()[-15:]
+        print("fail: %s (%s, in %s)" % (t["name"], t["result"],
+                                        sys.argv[1].split("/")[0]), file=fails)
+        for l in why:
+            print("    " + l, file=fails)
 EOF
 }
 
@@ -130,4 +140,5 @@ skips=$(grep -c '^skip: ' "$notes" || true)
 retries=$(grep -c '^retry: ' "$notes" || true)
 echo "$total_pass passed, $total_fail failed, $skips checks skipped, $retries nested-host start retries"
 sed 's/^/  /' "$notes"
+sed 's/^/  /' "$fails"
 exit $fail
