@@ -184,6 +184,7 @@ struct vblk {
 	/* Under vdev.lock: seg_max and size_max where the driver took them. */
 	unsigned seg_limit;
 	uint32_t size_limit;
+	uint64_t ops_taken;	/* under vdev.lock: 1 << VIRTIO_BLK_T_* the driver took */
 	unsigned nq;
 	struct vblk_queue *q;
 	unsigned nt;
@@ -287,6 +288,8 @@ static uint8_t vblk_zeroes(struct vblk_queue *q, struct vblk_req *r, uint32_t ty
 	uint64_t sector;
 	uint32_t nsec, flags;
 
+	if (!(s->ops_taken & (1ull << type)))
+		return VIRTIO_BLK_S_UNSUPP;
 	if (in_num || s->readonly || !segs || segs % VBLK_SEG_LEN)
 		return VIRTIO_BLK_S_IOERR;
 	if (segs / VBLK_SEG_LEN > VBLK_MAX_ZERO_SEG)
@@ -750,6 +753,12 @@ static void vblk_apply_features(struct vblk *s)
 	s->writethrough = !(f & (1ull << VIRTIO_BLK_F_FLUSH));
 	s->seg_limit = f & (1ull << VIRTIO_BLK_F_SEG_MAX) ? s->seg_max : IOV_MAX;
 	s->size_limit = f & (1ull << VIRTIO_BLK_F_SIZE_MAX) ? VBLK_SIZE_MAX : UINT32_MAX;
+	/* VIRTIO 1.2, 5.2.6: a command whose feature was not negotiated is not offered. */
+	s->ops_taken = 0;
+	if (f & (1ull << VIRTIO_BLK_F_DISCARD))
+		s->ops_taken |= 1ull << VIRTIO_BLK_T_DISCARD;
+	if (f & (1ull << VIRTIO_BLK_F_WRITE_ZEROES))
+		s->ops_taken |= 1ull << VIRTIO_BLK_T_WRITE_ZEROES;
 }
 
 static int vblk_start(struct virtio_device *vdev)

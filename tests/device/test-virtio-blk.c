@@ -127,6 +127,42 @@ static void test_roundtrips(bool packed, bool indirect)
 	machine_free(t);
 }
 
+/*
+ * VIRTIO 1.2, 5.2.6.2: DISCARD and WRITE_ZEROES are the device's only
+ * where the driver took VIRTIO_BLK_F_DISCARD (13) and
+ * VIRTIO_BLK_F_WRITE_ZEROES (14); without them, UNSUPP, and the disk is
+ * untouched.  Each feature is judged on its own.
+ */
+static void test_ops_not_taken(void)
+{
+	struct tmachine *t = machine_new("file=%s,if=virtio,aio=threads", NULL, 1);
+	uint8_t before[4096];
+	struct vdev d;
+	struct gq q;
+
+	for (unsigned i = 0; i < sizeof(before); i++)
+		before[i] = disk_byte(64 * 512 + i);
+	CHECK(vdev_find(t, 0, &d));
+	CHECK(!(vdev_init(&d, &q, 1, 16, ALL_FEATURES & ~(1ull << 13 | 1ull << 14)) >> 13 & 3));
+	CHECK(do_req(&q, (struct breq){ T_DISCARD, 64, 0, 0, false, 0, 0, 8 }, NULL) == S_UNSUPP);
+	CHECK(do_req(&q, (struct breq){ T_WRITE_ZEROES, 64, 0, 0, false, 1, 0, 8 }, NULL) == S_UNSUPP);
+	CHECK(file_is(t, 64 * 512, before, sizeof(before)));
+
+	CHECK(vdev_reset(&d));
+	CHECK((vdev_init(&d, &q, 1, 16, ALL_FEATURES & ~(1ull << 14)) >> 13 & 3) == 1);
+	CHECK(do_req(&q, (struct breq){ T_WRITE_ZEROES, 64, 0, 0, false, 1, 0, 8 }, NULL) == S_UNSUPP);
+	CHECK(file_is(t, 64 * 512, before, sizeof(before)));
+	CHECK(do_req(&q, (struct breq){ T_DISCARD, 64, 0, 0, false, 0, 0, 8 }, NULL) == S_OK);
+
+	CHECK(vdev_reset(&d));
+	CHECK((vdev_init(&d, &q, 1, 16, ALL_FEATURES & ~(1ull << 13)) >> 13 & 3) == 2);
+	CHECK(do_req(&q, (struct breq){ T_DISCARD, 64, 0, 0, false, 0, 0, 8 }, NULL) == S_UNSUPP);
+	CHECK(do_req(&q, (struct breq){ T_WRITE_ZEROES, 72, 0, 0, false, 1, 0, 8 }, NULL) == S_OK);
+	memset(before, 0, sizeof(before));
+	CHECK(file_is(t, 72 * 512, before, sizeof(before)));
+	machine_free(t);
+}
+
 static void test_readonly(void)
 {
 	struct tmachine *t = machine_new("file=%s,if=virtio,readonly=on,aio=threads", NULL, 1);
@@ -1634,6 +1670,7 @@ int main(int argc, char **argv)
 	RUN(test_roundtrips(true, false));
 	RUN(test_roundtrips(true, true));
 	RUN(test_readonly());
+	RUN(test_ops_not_taken());
 	RUN(test_backend_fault("io_uring"));
 	RUN(test_backend_fault("threads"));
 	RUN(test_packed_wrap());
