@@ -218,6 +218,14 @@ int virtio_queue_enable(struct virtio_device *vdev, unsigned q)
 	if (virtqueue_enable(&vq->vq, vdev->guest_features) < 0)
 		return -1;
 	vq->ready = true;
+	/*
+	 * VIRTIO 1.2, 3.1.1 has the driver enable its queues before
+	 * DRIVER_OK; one enabled later is served all the same, as a driver
+	 * would expect, rather than left to wait forever.
+	 */
+	if ((vdev->status & VIRTIO_CONFIG_S_DRIVER_OK) && !vdev->broken &&
+	    vdev->ops->start && vdev->ops->start(vdev) < 0)
+		virtio_error(vdev, "device failed to start queue %u", q);
 	return 0;
 }
 

@@ -329,15 +329,20 @@ static int vhu_rings_start(struct vhu_frontend *f, bool resume)
 	struct virtio_device *vdev = f->vdev;
 	uint64_t features = vdev->guest_features |
 			    (f->features & F(VHOST_USER_F_PROTOCOL_FEATURES));
+	bool running = false;
 
-	if (vhu_call_u64(f, VHOST_USER_SET_FEATURES, features) < 0 ||
-	    vhu_set_mem_table(f) < 0)
+	/* A queue the driver enabled late joins rings already running. */
+	for (unsigned q = 0; q < vdev->nr_queues; q++)
+		running |= f->started[q];
+	if (!running && (vhu_call_u64(f, VHOST_USER_SET_FEATURES, features) < 0 ||
+			 vhu_set_mem_table(f) < 0))
 		return -1;
 	for (unsigned q = 0; q < vdev->nr_queues; q++)
-		if (vdev->queues[q].ready && vhu_ring_start(f, q, resume) < 0)
+		if (vdev->queues[q].ready && !f->started[q] &&
+		    vhu_ring_start(f, q, resume) < 0)
 			return -1;
 	for (unsigned q = 0; q < vdev->nr_queues; q++) {
-		if (!vdev->queues[q].ready)
+		if (!vdev->queues[q].ready || f->started[q])
 			continue;
 		if (vhu_enables(f) && vhu_call_state(f, VHOST_USER_SET_VRING_ENABLE, q, 1) < 0)
 			return -1;

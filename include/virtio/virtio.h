@@ -36,7 +36,10 @@ struct virtio_device_ops {
 	/* Device-specific config space, little-endian as the guest sees it. */
 	void (*read_config)(struct virtio_device *vdev, uint32_t off, void *buf, unsigned len);
 	void (*write_config)(struct virtio_device *vdev, uint32_t off, const void *buf, unsigned len);
-	/* DRIVER_OK was set: start serving the ready queues. */
+	/*
+	 * DRIVER_OK was set, or a queue was enabled after it: serve the
+	 * ready queues (so called again for each late one).
+	 */
 	int (*start)(struct virtio_device *vdev);
 	/*
 	 * The driver reset the device (or it must stop after an error):

@@ -163,6 +163,34 @@ static void test_ops_not_taken(void)
 	machine_free(t);
 }
 
+/*
+ * A driver that enables a queue after DRIVER_OK (VIRTIO 1.2, 3.1.1 says
+ * before) still has it served: the request completes, with the data.
+ */
+static void test_late_queue(bool packed)
+{
+	struct tmachine *t = machine_new("file=%s,if=none,id=x",
+					 packed ? "virtio-blk-pci,drive=x,packed=on"
+						: "virtio-blk-pci,drive=x", 2);
+	struct vdev d;
+	struct gq q[2];
+	uint64_t f;
+
+	CHECK(vdev_find(t, 0, &d));
+	f = vdev_init(&d, q, 1, 16, ALL_FEATURES);
+	CHECK((f >> VIRTIO_F_RING_PACKED & 1) == packed);
+	CHECK(vstatus(&d) & 4);
+	msix_setup(&d, 3);
+	gq_init(&d, &q[1], 1, 16, packed, f >> VIRTIO_F_RING_EVENT_IDX & 1);
+	memset(slot_data(t, 1), 0, 512);
+	CHECK(do_req(&q[1], (struct breq){ T_IN, 7, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
+	CHECK(slot_data(t, 1)[3] == disk_byte(7 * 512 + 3));
+	CHECK(do_req(&q[0], (struct breq){ T_IN, 9, 512, 1, false, 0, 0, 0 }, NULL) == S_OK);
+	CHECK(slot_data(t, 0)[5] == disk_byte(9 * 512 + 5));
+	CHECK(!(vstatus(&d) & 0x40));
+	machine_free(t);
+}
+
 static void test_readonly(void)
 {
 	struct tmachine *t = machine_new("file=%s,if=virtio,readonly=on,aio=threads", NULL, 1);
@@ -1671,6 +1699,8 @@ int main(int argc, char **argv)
 	RUN(test_roundtrips(true, true));
 	RUN(test_readonly());
 	RUN(test_ops_not_taken());
+	RUN(test_late_queue(false));
+	RUN(test_late_queue(true));
 	RUN(test_backend_fault("io_uring"));
 	RUN(test_backend_fault("threads"));
 	RUN(test_packed_wrap());

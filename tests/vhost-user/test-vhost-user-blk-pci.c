@@ -884,6 +884,41 @@ static void test_brisk_backend(bool packed, unsigned nq)
 	machine_free(t);
 }
 
+/*
+ * The driver enables its second queue after DRIVER_OK: brisk's back-end
+ * serves it beside the first, which keeps running (no second SET_FEATURES
+ * or SET_MEM_TABLE restarts the rings under it).
+ */
+static void test_late_queue(void)
+{
+	char sock[64], exp[192], chardev[128];
+	const char *opts[] = { "-export", exp, "-chardev", chardev, "-device",
+			       "vhost-user-blk-pci,chardev=c0,num-queues=2", NULL };
+	struct tmachine *t;
+	struct vdev d;
+	struct gq q[2];
+	uint64_t f;
+
+	snprintf(sock, sizeof(sock), "/tmp/brisk-vufe-%d.sock", getpid());
+	snprintf(exp, sizeof(exp), "vhost-user-blk,id=e0,drive=d0,addr.path=%s,writable=on,"
+		 "num-queues=2", sock);
+	snprintf(chardev, sizeof(chardev), "socket,id=c0,path=%s", sock);
+	t = machine_build("file=%s,if=none,id=d0", opts, 2);
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	CHECK(vdev_find(t, 0, &d));
+	f = vdev_init(&d, q, 1, 64, ~0ull);
+	io_roundtrips(t, &d, &q[0], 0);
+	msix_setup(&d, 3);
+	gq_init(&d, &q[1], 1, 64, f & F_PACKED, !!(f & F_EVENT_IDX));
+	io_roundtrips(t, &d, &q[1], 20);
+	io_roundtrips(t, &d, &q[0], 40);
+	CHECK(!status_broken(&d));
+	CHECK(canaries_intact(t));
+	machine_free(t);
+}
+
 /* qemu-storage-daemon's, in a child process; a skip where there is none. */
 static int test_qsd(void)
 {
@@ -949,5 +984,6 @@ int main(int argc, char **argv)
 	RUN(test_brisk_backend(true, 1));
 	RUN(test_brisk_backend(false, 2));
 	RUN(test_brisk_backend(true, 2));
+	RUN(test_late_queue());
 	return check_done();
 }
