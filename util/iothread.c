@@ -20,6 +20,12 @@
 #define POLL_START_NS 4000ull
 #define POLL_GROW 2
 #define POLL_SHRINK 2
+/*
+ * While pollers keep finding work, the thread's fds (timers, completions
+ * of other backends, other devices' kicks) still get a look every this
+ * many turns: a busy queue must not starve them.
+ */
+#define POLL_FD_TURNS 8
 
 struct iothread_handler {
 	uint64_t id;		/* what epoll hands back: never reused */
@@ -230,7 +236,8 @@ static void quiesce_pollers(struct iothread *t, bool quiet)
 /*
  * Spins with the pollers' wakeups turned off until poll_ns pass without
  * work, so a driver that keeps adding work never has to kick.  Other fds
- * are still served (epoll with no timeout), and the spin yields each turn:
+ * are still served (epoll with no timeout) at least every POLL_FD_TURNS
+ * turns, however busy the pollers are, and an idle turn yields:
  * on a host with fewer CPUs than busy threads the vCPUs must keep running,
  * or there is nothing to find.  Returns when work was last seen (since, if
  * none turned up).  A spin that ran out means a whole window passed idle:
@@ -239,10 +246,17 @@ static void quiesce_pollers(struct iothread *t, bool quiet)
 static uint64_t iothread_spin(struct iothread *t, uint64_t since)
 {
 	uint64_t end = since + t->poll_ns;
+	unsigned busy_turns = 0;
 
 	quiesce_pollers(t, true);
 	do {
-		if (run_ready_pollers(t) || iothread_poll(t, 0) > 0) {
+		bool work = run_ready_pollers(t);
+
+		if (!work || ++busy_turns == POLL_FD_TURNS) {
+			busy_turns = 0;
+			work |= iothread_poll(t, 0) > 0;
+		}
+		if (work) {
 			since = clock_now_ns();
 			end = since + t->poll_ns;
 		} else {
