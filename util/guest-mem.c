@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -57,10 +60,15 @@ void *guest_ram_alloc_shared(uint64_t size, int *fd)
 	void *p;
 	int err;
 
-	*fd = memfd_create("brisk-guest-ram", MFD_CLOEXEC);
+	*fd = memfd_create("brisk-guest-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (*fd < 0)
 		return NULL;
-	if (size != (uint64_t)(off_t)size || ftruncate(*fd, (off_t)size) < 0)
+	/*
+	 * Sealed at its size: a back-end that maps it can trust it not to
+	 * shrink under its accesses (a SIGBUS there would end the back-end).
+	 */
+	if (size != (uint64_t)(off_t)size || ftruncate(*fd, (off_t)size) < 0 ||
+	    fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto fail;
 	p = ram_map(size, *fd);
 	if (p)
@@ -102,8 +110,110 @@ static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return a < b + blen && b < a + alen;
 }
 
+/*
+ * A peer's file that may shrink under us (not sealed against it, and not
+ * sealable by us: a tmpfs or hugetlbfs file, a memfd made without
+ * sealing) turns our next access past its new end into a SIGBUS, which
+ * would end the whole process with every other peer's disk.  Such
+ * mappings are listed here; the handler puts anonymous memory in place of
+ * the faulting one, so the access completes (on zeros, or into memory
+ * nobody sees), and tells the region's owner through its eventfd, which
+ * then drops that peer.  A signal handler has only process-wide state to
+ * go on: hence this one table, written under a lock, read lock-free.
+ */
+#define FRAGILE_MAX 256
+struct fragile {
+	uintptr_t start;	/* 0: a free slot */
+	size_t len;
+	int fault_fd;
+};
+static struct fragile fragile[FRAGILE_MAX];
+static pthread_mutex_t fragile_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sigaction sigbus_before;
+static bool sigbus_installed;	/* under fragile_lock */
+
+static void sigbus_handler(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	int saved = errno;
+
+	for (unsigned i = 0; i < FRAGILE_MAX; i++) {
+		uintptr_t start = __atomic_load_n(&fragile[i].start, __ATOMIC_ACQUIRE);
+		size_t len = __atomic_load_n(&fragile[i].len, __ATOMIC_RELAXED);
+		uint64_t one = 1;
+
+		if (!start || a - start >= len)
+			continue;
+		if (mmap((void *)start, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE |
+			 MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+			break;
+		if (write(fragile[i].fault_fd, &one, sizeof(one)) < 0) {
+			/* EAGAIN: the owner has yet to read an earlier fault. */
+		}
+		errno = saved;
+		return;
+	}
+	/* Not a peer's memory: a fault of ours, which must not be hidden. */
+	sigaction(SIGBUS, &sigbus_before, NULL);
+	if (!(sigbus_before.sa_flags & SA_SIGINFO) && sigbus_before.sa_handler == SIG_IGN)
+		signal(SIGBUS, SIG_DFL);
+	(void)sig;
+	(void)uc;
+	errno = saved;
+}
+
+static int fragile_add(void *start, size_t len, int fault_fd)
+{
+	int ret = -1;
+
+	pthread_mutex_lock(&fragile_lock);
+	if (!sigbus_installed) {
+		struct sigaction sa = { .sa_sigaction = sigbus_handler,
+					.sa_flags = SA_SIGINFO };
+
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGBUS, &sa, &sigbus_before) == 0)
+			sigbus_installed = true;
+	}
+	for (unsigned i = 0; sigbus_installed && i < FRAGILE_MAX; i++) {
+		if (fragile[i].start)
+			continue;
+		fragile[i].len = len;
+		fragile[i].fault_fd = fault_fd;
+		__atomic_store_n(&fragile[i].start, (uintptr_t)start, __ATOMIC_RELEASE);
+		ret = 0;
+		break;
+	}
+	pthread_mutex_unlock(&fragile_lock);
+	return ret;
+}
+
+static void fragile_del(void *start)
+{
+	pthread_mutex_lock(&fragile_lock);
+	for (unsigned i = 0; i < FRAGILE_MAX; i++)
+		if (fragile[i].start == (uintptr_t)start)
+			__atomic_store_n(&fragile[i].start, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&fragile_lock);
+}
+
+/*
+ * Whether fd can no longer shrink: sealed so by its owner, or now by us
+ * (a memfd made with sealing allowed and not yet sealed against it).
+ */
+static bool cannot_shrink(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (seals < 0)
+		return false;
+	if (seals & F_SEAL_SHRINK)
+		return true;
+	return !(seals & F_SEAL_SEAL) && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0;
+}
+
 int guest_mem_map_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size,
-		     uint64_t uva, int fd, uint64_t offset, const char **why)
+		     uint64_t uva, int fd, uint64_t offset, int fault_fd, const char **why)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t delta = offset % pg, len = size + delta;
@@ -143,10 +253,17 @@ int guest_mem_map_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size,
 		*why = "cannot map a memory region";
 		return -1;
 	}
+	bool fragile = !cannot_shrink(fd);
+
+	if (fragile && (fault_fd < 0 || fragile_add(p, len, fault_fd) < 0)) {
+		munmap(p, len);
+		*why = "memory region file may shrink (no F_SEAL_SHRINK) and cannot be watched";
+		return -1;
+	}
 	r = &mem->region[mem->nr_regions++];
 	*r = (struct guest_region){
 		.gpa = gpa, .size = size, .hva = p + delta, .uva = uva,
-		.map = p, .map_len = len, .fd = -1,
+		.map = p, .map_len = len, .fd = -1, .fragile = fragile,
 	};
 	mem->ram_size += size;
 	return 0;
@@ -154,9 +271,14 @@ int guest_mem_map_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size,
 
 void guest_mem_unmap(struct guest_mem *mem)
 {
-	for (unsigned i = 0; i < mem->nr_regions; i++)
-		if (mem->region[i].map)
-			munmap(mem->region[i].map, mem->region[i].map_len);
+	for (unsigned i = 0; i < mem->nr_regions; i++) {
+		if (!mem->region[i].map)
+			continue;
+		/* Out of the table first: the address may be reused at once. */
+		if (mem->region[i].fragile)
+			fragile_del(mem->region[i].map);
+		munmap(mem->region[i].map, mem->region[i].map_len);
+	}
 	*mem = (struct guest_mem){ 0 };
 }
 

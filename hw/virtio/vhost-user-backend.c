@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -71,6 +72,7 @@ struct vu_backend {
 	int listen_fd;
 	bool listening;			/* listen_fd is on t */
 	int conn_fd;			/* -1: nobody connected */
+	int fault_fd;			/* eventfd: the front-end's memory shrank */
 	uint64_t features;		/* SET_FEATURES, protocol bit included */
 	bool features_set;
 	uint64_t protocol_features;
@@ -365,7 +367,7 @@ static int vu_set_mem_table(struct vu_backend *vu, struct vhost_user_msg *m,
 		const char *why;
 
 		if (guest_mem_map_fd(vu->mem, r->gpa, r->size, r->uva, m->fds[i],
-				     r->mmap_offset, &why) < 0) {
+				     r->mmap_offset, vu->fault_fd, &why) < 0) {
 			guest_mem_unmap(vu->mem);
 			return vhost_user_fail(e, "SET_MEM_TABLE region %u (gpa %#llx, size "
 					       "%#llx): %s", i, (unsigned long long)r->gpa,
@@ -630,9 +632,31 @@ static void vu_disconnect(struct vu_backend *vu)
 	vu_reset_device(vu);
 	guest_mem_unmap(vu->mem);
 	vu->protocol_features = 0;
+	/* The next front-end's first device error is news of its own. */
+	pthread_mutex_lock(&vu->vdev->lock);
+	vu->vdev->error_reported = false;
+	pthread_mutex_unlock(&vu->vdev->lock);
 	close(vu->conn_fd);
 	vu->conn_fd = -1;
 	vu_listen_on(vu, true);
+}
+
+/*
+ * The front-end shrank a memory file it shared (one that could not be
+ * sealed) and an access of ours went past its end: that access read
+ * zeros (util/guest-mem.c), and the front-end's session ends here.  Its
+ * disk's other users, and the daemon, go on.
+ */
+static void vu_memory_fault(void *opaque)
+{
+	struct vu_backend *vu = opaque;
+	uint64_t n;
+
+	if (read(vu->fault_fd, &n, sizeof(n)) != sizeof(n) || vu->conn_fd < 0)
+		return;
+	error_report("vhost-user %s: the front-end's memory shrank under a request; "
+		     "closing the connection", vu_name(vu));
+	vu_disconnect(vu);
 }
 
 static bool vu_ack_wanted(const struct vu_backend *vu, const struct vhost_user_msg *m)
@@ -775,7 +799,9 @@ struct vu_backend *vu_backend_new(struct virtio_device *vdev, struct guest_mem *
 	vu->threaded = thread;
 	vu->rings = calloc(vdev->nr_queues, sizeof(*vu->rings));
 	vu->t = iothread_new("vhost-user");
-	if (!vu->rings || !vu->t || (path && !(vu->path = strdup(path))))
+	vu->fault_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!vu->rings || !vu->t || (path && !(vu->path = strdup(path))) ||
+	    vu->fault_fd < 0 || iothread_add_fd(vu->t, vu->fault_fd, vu_memory_fault, vu) < 0)
 		goto fail;
 	for (unsigned i = 0; i < vdev->nr_queues; i++)
 		vu->rings[i] = (struct vu_ring){ .kick_fd = -1, .call_fd = -1, .err_fd = -1 };
@@ -821,6 +847,8 @@ void vu_backend_free(struct vu_backend *vu)
 		vu->vdev->transport_opaque = NULL;
 		pthread_mutex_unlock(&vu->vdev->lock);
 	}
+	if (vu->fault_fd >= 0)
+		close(vu->fault_fd);
 	free(vu->rings);
 	free(vu->path);
 	free(vu);

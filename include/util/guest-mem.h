@@ -21,6 +21,7 @@ struct guest_region {
 	uint64_t uva;
 	void *map;		/* NULL: the caller owns hva */
 	size_t map_len;
+	bool fragile;		/* its file may shrink: watched for SIGBUS */
 	/*
 	 * Guest RAM of ours that another process may map too (a vhost-user
 	 * back-end): the file hva maps, from fd_offset on; -1 otherwise.
@@ -64,9 +65,16 @@ int guest_mem_add_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size, void *h
  * ranges must not wrap, neither the guest-physical nor the user range may
  * overlap another region's, and fd must be a regular file (memfd, tmpfs,
  * hugetlbfs) at least offset + size long.  -1 with *why on refusal.
+ *
+ * The peer may also shrink the file under us.  A memfd sealed with
+ * F_SEAL_SHRINK cannot; one that may still be sealed is sealed so here.
+ * Any other file is mapped only with a fault_fd (an eventfd; -1: refuse
+ * such files): an access past the file's end then reads zeros instead of
+ * raising SIGBUS, and fault_fd is written, for the owner to drop the peer
+ * and unmap.
  */
 int guest_mem_map_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size,
-		     uint64_t uva, int fd, uint64_t offset, const char **why);
+		     uint64_t uva, int fd, uint64_t offset, int fault_fd, const char **why);
 /* Unmaps what guest_mem_map_fd() mapped and empties the table. */
 void guest_mem_unmap(struct guest_mem *mem);
 /*

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* guest_mem bounds, bus dispatch and the iothread loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hw/bus.h"
@@ -50,7 +54,7 @@ static void test_guest_mem(void)
 static void test_guest_mem_fd(void)
 {
 	long pg = sysconf(_SC_PAGESIZE);
-	int fd = memfd_create("test-guest-mem", MFD_CLOEXEC), efd;
+	int fd = memfd_create("test-guest-mem", MFD_CLOEXEC | MFD_ALLOW_SEALING), efd;
 	struct guest_mem mem = { 0 };
 	const char *why;
 	uint64_t gpa;
@@ -60,9 +64,13 @@ static void test_guest_mem_fd(void)
 	peer = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	CHECK(peer != MAP_FAILED);
 	/* Page 1 at gpa 0x10000 (uva 0x7000000), pages 2-3 at 0x100000000. */
-	CHECK(guest_mem_map_fd(&mem, 0x10000, pg, 0x7000000, fd, pg, &why) == 0);
-	CHECK(guest_mem_map_fd(&mem, 0x100000000ull, 2 * pg, 0x9000000, fd, 2 * pg, &why) == 0);
+	CHECK(guest_mem_map_fd(&mem, 0x10000, pg, 0x7000000, fd, pg, -1, &why) == 0);
+	CHECK(guest_mem_map_fd(&mem, 0x100000000ull, 2 * pg, 0x9000000, fd, 2 * pg, -1, &why) == 0);
 	CHECK(mem.nr_regions == 2 && mem.ram_size == 3 * (uint64_t)pg);
+	/* Sealed by the mapping: the peer can no longer shrink it. */
+	CHECK(fcntl(fd, F_GET_SEALS) & F_SEAL_SHRINK);
+	CHECK(ftruncate(fd, pg) == -1 && errno == EPERM);
+	CHECK(!mem.region[0].fragile && !mem.region[1].fragile);
 	peer[pg + 5] = 0x5a;
 	peer[3 * pg + 7] = 0xa5;
 	uint8_t *p = guest_mem_ptr(&mem, 0x10000 + 5, 1);
@@ -81,28 +89,28 @@ static void test_guest_mem_fd(void)
 	CHECK(!guest_mem_uva_to_gpa(&mem, ~0ull, 2, &gpa));
 
 	/* A mapping need not start on a page: the offset is honoured. */
-	CHECK(guest_mem_map_fd(&mem, 0x20000, 16, 0x8000000, fd, pg + 5, &why) == 0);
+	CHECK(guest_mem_map_fd(&mem, 0x20000, 16, 0x8000000, fd, pg + 5, -1, &why) == 0);
 	p = guest_mem_ptr(&mem, 0x20000, 1);
 	CHECK(p && *p == 0x5a);
 
 	/* What a hostile front-end may try. */
-	CHECK(guest_mem_map_fd(&mem, 0x10000 + 8, 8, 0xa000000, fd, 0, &why) == -1);	/* gpa overlap */
-	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0x7000000 + 8, fd, 0, &why) == -1);	/* uva overlap */
-	CHECK(guest_mem_map_fd(&mem, ~0ull - 4, 8, 0xb000000, fd, 0, &why) == -1);	/* gpa wraps */
-	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, ~0ull - 4, fd, 0, &why) == -1);	/* uva wraps */
-	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0xb000000, fd, ~0ull - 4, &why) == -1);	/* offset wraps */
-	CHECK(guest_mem_map_fd(&mem, 0x30000, 0, 0xb000000, fd, 0, &why) == -1);	/* empty */
-	CHECK(guest_mem_map_fd(&mem, 0x30000, pg, 0xb000000, fd, 3 * pg + 1, &why) == -1);	/* past EOF */
+	CHECK(guest_mem_map_fd(&mem, 0x10000 + 8, 8, 0xa000000, fd, 0, -1, &why) == -1);	/* gpa overlap */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0x7000000 + 8, fd, 0, -1, &why) == -1);	/* uva overlap */
+	CHECK(guest_mem_map_fd(&mem, ~0ull - 4, 8, 0xb000000, fd, 0, -1, &why) == -1);	/* gpa wraps */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, ~0ull - 4, fd, 0, -1, &why) == -1);	/* uva wraps */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0xb000000, fd, ~0ull - 4, -1, &why) == -1);	/* offset wraps */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 0, 0xb000000, fd, 0, -1, &why) == -1);	/* empty */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, pg, 0xb000000, fd, 3 * pg + 1, -1, &why) == -1);	/* past EOF */
 	CHECK(why && strstr(why, "end of its file"));
 	efd = eventfd(0, EFD_CLOEXEC);
-	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0xb000000, efd, 0, &why) == -1);	/* not a file */
-	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0xb000000, -1, 0, &why) == -1);
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0xb000000, efd, 0, -1, &why) == -1);	/* not a file */
+	CHECK(guest_mem_map_fd(&mem, 0x30000, 8, 0xb000000, -1, 0, -1, &why) == -1);
 	close(efd);
 	CHECK(mem.nr_regions == 3);
 	for (unsigned i = 3; i < GUEST_MEM_MAX_REGIONS; i++)
 		CHECK(guest_mem_map_fd(&mem, 0x40000 + i * 0x1000ull, 8, 0xc000000 + i * 0x1000ull,
-				       fd, 0, &why) == 0);
-	CHECK(guest_mem_map_fd(&mem, 0x80000, 8, 0xd000000, fd, 0, &why) == -1);	/* full */
+				       fd, 0, -1, &why) == 0);
+	CHECK(guest_mem_map_fd(&mem, 0x80000, 8, 0xd000000, fd, 0, -1, &why) == -1);	/* full */
 
 	guest_mem_unmap(&mem);
 	CHECK(mem.nr_regions == 0 && mem.ram_size == 0);
@@ -110,6 +118,60 @@ static void test_guest_mem_fd(void)
 	CHECK(!guest_mem_uva_to_gpa(&mem, 0x7000000, 1, &gpa));
 	munmap(peer, 4 * pg);
 	close(fd);
+}
+
+/*
+ * A peer's file that cannot be sealed (here a memfd made without sealing,
+ * as a tmpfs or hugetlbfs file) is mapped only with a fault eventfd.  The
+ * peer truncates it: an access past the new end reads zeros instead of
+ * raising SIGBUS, and the eventfd says so.  A SIGBUS anywhere else still
+ * ends the process (in a child here).
+ */
+static void test_guest_mem_fragile(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	int fd = memfd_create("test-fragile", MFD_CLOEXEC);
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct guest_mem mem = { 0 };
+	const char *why = NULL;
+	volatile uint8_t *p;
+	uint64_t n = 0;
+	int status = 0;
+	pid_t pid;
+
+	CHECK(fd >= 0 && efd >= 0 && ftruncate(fd, 4 * pg) == 0);
+	CHECK(guest_mem_map_fd(&mem, 0x10000, 4 * pg, 0x7000000, fd, 0, -1, &why) == -1);
+	CHECK(why && strstr(why, "may shrink"));
+	CHECK(guest_mem_map_fd(&mem, 0x10000, 4 * pg, 0x7000000, fd, 0, efd, &why) == 0);
+	CHECK(mem.region[0].fragile);
+	p = guest_mem_ptr(&mem, 0x10000 + 2 * pg, 1);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	*p = 0x77;
+	CHECK(*p == 0x77);
+	CHECK(read(efd, &n, sizeof(n)) == -1 && errno == EAGAIN);
+	CHECK(ftruncate(fd, pg) == 0);
+	CHECK(*p == 0);		/* would be SIGBUS */
+	*p = 0x11;		/* lands nowhere the peer sees */
+	CHECK(read(efd, &n, sizeof(n)) == sizeof(n) && n == 1);
+	guest_mem_unmap(&mem);
+
+	/* Not a watched mapping: SIGBUS as ever. */
+	uint8_t *q = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	CHECK(q != MAP_FAILED);
+	pid = fork();
+	if (pid == 0) {
+		*(volatile uint8_t *)(q + pg) = 1;
+		_exit(0);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	/* Killed by it, or (under AddressSanitizer) reported and failed. */
+	CHECK(WIFSIGNALED(status) ? WTERMSIG(status) == SIGBUS : WEXITSTATUS(status) != 0);
+	munmap(q, 2 * pg);
+	close(fd);
+	close(efd);
 }
 
 struct reg {
@@ -156,6 +218,25 @@ static void test_guest_ram_alloc(void)
 	}
 	CHECK(guest_ram_alloc(0) == NULL);
 	CHECK(guest_ram_alloc(~0ull - 4096) == NULL);
+
+	/*
+	 * Shared RAM (what a vhost-user back-end maps) is sealed at its
+	 * size, for good: the back-end need not fear a SIGBUS from it.
+	 */
+	int fd = -1;
+	uint8_t *p = guest_ram_alloc_shared(GUEST_RAM_ALIGN, &fd);
+	int seals = fd >= 0 ? fcntl(fd, F_GET_SEALS) : 0;
+
+	CHECK(p != NULL && fd >= 0);
+	CHECK(seals >= 0 && (seals & F_SEAL_SHRINK) && (seals & F_SEAL_GROW) &&
+	      (seals & F_SEAL_SEAL));
+	CHECK(ftruncate(fd, 4096) == -1 && errno == EPERM);
+	if (p) {
+		p[GUEST_RAM_ALIGN - 1] = 3;
+		CHECK(munmap(p, GUEST_RAM_ALIGN) == 0);
+	}
+	if (fd >= 0)
+		close(fd);
 }
 
 static void test_bus(void)
@@ -516,6 +597,7 @@ int main(void)
 {
 	RUN(test_guest_mem());
 	RUN(test_guest_mem_fd());
+	RUN(test_guest_mem_fragile());
 	RUN(test_guest_ram_alloc());
 	RUN(test_bus());
 	RUN(test_iothread());

@@ -144,6 +144,9 @@ static uint64_t want_features(bool packed)
 
 enum stage { CONNECTED, NEGOTIATED, MEMORY };
 
+/* Memory files that nobody can seal any more, as tmpfs and hugetlbfs files. */
+static bool unsealable;
+
 /* Rings laid out in shared memory, and the connection taken to stage. */
 static int conn_prepare(struct conn *k, bool packed, enum stage stage)
 {
@@ -153,6 +156,8 @@ static int conn_prepare(struct conn *k, bool packed, enum stage stage)
 	k->packed = packed;
 	for (unsigned q = 0; q < NQ; q++) {
 		drv_init_shared(&k->d[q], packed, RING, 4 << 20, 0x1000000ull * (q + 1));
+		if (unsealable && fcntl(k->d[q].memfd, F_ADD_SEALS, F_SEAL_SEAL) < 0)
+			return -1;
 		k->kick[q] = efd();
 		k->call[q] = efd();
 		k->err[q] = efd();
@@ -520,6 +525,64 @@ static void test_disconnect_mid_io(bool packed)
 		CHECK(vuf_blk_status(&k.d[0], s) == S_OK);
 		CHECK(disk_holds((1024 + s * 8) * 512ull, want, sizeof(want)));
 	}
+	conn_close(&k);
+}
+
+/*
+ * A front-end shrinks the memory it shared, with requests in flight.  Its
+ * file could not be sealed (vq-driver's memfd is made without sealing, as
+ * a tmpfs or hugetlbfs file would be): the back-end's next access past the
+ * end must not raise SIGBUS, which would end this process, the daemon.
+ * That front-end's connection ends, with one line; the next is served.
+ */
+static void test_memory_shrinks(bool packed)
+{
+	struct conn k, k2;
+	uint16_t ids[8];
+	char line[256];
+
+	unsealable = true;
+	CHECK(conn_open(&k, packed) == 0);
+	unsealable = false;
+	CHECK(!(fcntl(k.d[0].memfd, F_GET_SEALS) & F_SEAL_SHRINK));
+	for (unsigned i = 0; i < 8; i++)
+		CHECK(vuf_blk_add(&k.d[0], i, VUF_BLK_T_IN, i * 8, 4096, true) >= 0);
+	kick(&k, 0);
+	CHECK(reap(&k, 0, 8, ids, WAIT_MS) == 8);
+	for (unsigned i = 0; i < 8; i++)
+		CHECK(vuf_blk_add(&k.d[0], i, VUF_BLK_T_OUT, 512 + i * 8, 4096, true) >= 0);
+	capture_begin();
+	CHECK(ftruncate(k.d[0].memfd, 0) == 0);
+	kick(&k, 0);
+	CHECK(vuf_closed(&k.f, WAIT_MS));
+	CHECK(capture_wait_for("memory shrank under a request; closing the connection", 5));
+	/* What the zeros read in its place made of the ring, if anything. */
+	CHECK(capture_only((const char *const[]){ "memory shrank under a request",
+						  "needs reset", NULL }));
+	CHECK(capture_count("memory shrank") == 1);
+	capture_end(line, sizeof(line));
+	CHECK(conn_open(&k2, packed) == 0);
+	CHECK(io(&k2, 1, VUF_BLK_T_IN, 9, 4096, false) == S_OK);
+	CHECK(data_is_disk(vuf_blk_data(&k2.d[1], 0), 9 * 512, 4096));
+	CHECK(io(&k2, 0, VUF_BLK_T_IN, 10, 4096, true) == S_OK);
+	CHECK(data_is_disk(vuf_blk_data(&k2.d[0], 0), 10 * 512, 4096));
+	conn_close(&k2);
+	/* The truncated driver's own pages are gone: only close what it has. */
+	conn_close(&k);
+}
+
+/* A memfd that may be sealed is sealed by the back-end: it cannot shrink. */
+static void test_memory_sealed(void)
+{
+	struct conn k;
+	int fd;
+
+	CHECK(conn_open(&k, false) == 0);
+	fd = k.d[1].memfd;
+	CHECK(fcntl(fd, F_GET_SEALS) & F_SEAL_SHRINK);
+	CHECK(ftruncate(fd, 0) == -1 && errno == EPERM);
+	CHECK(io(&k, 1, VUF_BLK_T_IN, 3, 4096, false) == S_OK);
+	CHECK(data_is_disk(vuf_blk_data(&k.d[1], 0), 3 * 512, 4096));
 	conn_close(&k);
 }
 
@@ -1017,6 +1080,9 @@ int main(void)
 		check_skip("O_DIRECT rounds", "the test disk's file system takes no O_DIRECT");
 	}
 	RUN(test_mem_table_again());
+	RUN(test_memory_sealed());
+	RUN(test_memory_shrinks(false));
+	RUN(test_memory_shrinks(true));
 	RUN(test_reset_device());
 	RUN(test_guest_error());
 	for (size_t i = 0; i < sizeof(hostile_cases) / sizeof(hostile_cases[0]); i++)

@@ -30,7 +30,8 @@ static void drv_setup(struct vq_driver *d, bool packed, unsigned int num,
 	d->memfd = -1;
 	d->ram_size = (ram_size + pg - 1) & ~(uint64_t)(pg - 1);
 	if (shared) {
-		d->memfd = memfd_create("vq-driver", MFD_CLOEXEC);
+		/* As a VMM makes it: a back-end may seal it against shrinking. */
+		d->memfd = memfd_create("vq-driver", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 		if (d->memfd < 0 || ftruncate(d->memfd, (off_t)(d->ram_size + 2 * pg)) < 0) {
 			perror("memfd");
 			abort();
