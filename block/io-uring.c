@@ -189,15 +189,69 @@ static void uring_retry_later(struct blk_uring *u, int err)
 	}
 }
 
+/* What io_uring_enter() may answer and yet take the SQ later. */
+static bool uring_refusal_passes(int err)
+{
+	return err == -EAGAIN || err == -EBUSY || err == -ENOMEM || err == -EINTR;
+}
+
+static void uring_complete(struct blk_uring *u, uint64_t data, int res);
+static void uring_fill_from_overflow(struct blk_uring *u);
+
+/*
+ * The kernel will not take the SQ, and says so for good (a broken ring, a
+ * kernel that refuses an opcode or flag): the requests still in it fail
+ * with an I/O error, and their entries become NOPs that nobody waits for,
+ * which a later submit may carry through or not.  Completions run once
+ * every entry is dealt with: their callbacks may queue new requests.
+ */
+static void uring_fail_sq(struct blk_uring *u, int err)
+{
+	struct io_uring_sq *sq = &u->ring.sq;
+	unsigned head = io_uring_smp_load_acquire(sq->khead);
+	uint64_t failed[BLK_URING_DEPTH];
+	unsigned n = 0;
+
+	error_report_once(&u->q.f->error_reported, "%s: io_uring submit: %s; failing the "
+			  "requests it refused", u->q.f->path, strerror(-err));
+	for (; head != sq->sqe_tail; head++) {
+		struct io_uring_sqe *sqe = &sq->sqes[head & sq->ring_mask];
+		uint64_t data = sqe->user_data;
+
+		io_uring_prep_nop(sqe);
+		sqe->flags = 0;
+		io_uring_sqe_set_data64(sqe, 0);
+		if (data) {
+			assert(n < BLK_URING_DEPTH);
+			failed[n++] = data;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct blk_req *req = (struct blk_req *)(uintptr_t)(failed[i] & ~BLK_URING_NOIO);
+
+		req->err = -EIO;
+		uring_complete(u, (uintptr_t)req | BLK_URING_NOIO, -EIO);
+	}
+	blk_queue_batch_end(&u->q, n);
+}
+
 static void uring_flush_sq(struct blk_uring *u)
 {
 	while (io_uring_sq_ready(&u->ring)) {
 		int r = u->submit(&u->ring, u->submit_opaque);
 
-		if (r >= 0 || r == -EINTR)
+		if (r > 0 || r == -EINTR)
 			continue;
-		uring_retry_later(u, r);
-		return;
+		/* Nothing taken and no reason given: as good as "try later". */
+		if (r == 0 || uring_refusal_passes(r)) {
+			uring_retry_later(u, r ? r : -EAGAIN);
+			return;
+		}
+		uring_fail_sq(u, r);
+		/* Requests waiting for a slot: theirs now, tried (once) in turn. */
+		if (!u->over_head)
+			return;
+		uring_fill_from_overflow(u);
 	}
 	u->retry_ns = 0;
 }
@@ -348,6 +402,9 @@ static void uring_reap(struct blk_uring *u)
 		int res = cqe->res;
 
 		io_uring_cqe_seen(&u->ring, cqe);
+		/* 0: an entry uring_fail_sq() already answered for. */
+		if (!data)
+			continue;
 		uring_complete(u, data, res);
 		uring_fill_from_overflow(u);
 		n++;
@@ -394,14 +451,22 @@ static void uring_free(struct blk_queue *q)
 	uring_fill_from_overflow(u);
 	uring_flush_sq(u);
 	while (u->inflight || u->over_head) {
+		struct io_uring_cqe *cqe;
 		int r = io_uring_submit_and_wait(&u->ring, 1);
 
-		if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY &&
-		    r != -ETIME) {
-			/* Freeing the ring with I/O in the kernel is worse. */
-			error_report("%s: io_uring wait: %s", q->f->path,
-				     strerror(-r));
-			abort();
+		if (r < 0 && !uring_refusal_passes(r) && r != -ETIME) {
+			/* What the kernel would not take fails; what it took is waited for. */
+			uring_fail_sq(u, r);
+			r = u->inflight ? io_uring_wait_cqe(&u->ring, &cqe) : 0;
+			if (r < 0 && !uring_refusal_passes(r) && r != -ETIME) {
+				/* Freeing the ring with I/O in the kernel is worse. */
+				error_report("%s: io_uring wait: %s", q->f->path,
+					     strerror(-r));
+				abort();
+			}
+		} else if (r < 0 && r != -EINTR && r != -ETIME) {
+			/* Short of memory or CQ room: give completions a moment, not a spin. */
+			usleep(1000);
 		}
 		uring_reap(u);
 	}

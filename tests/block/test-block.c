@@ -634,6 +634,7 @@ static bool t_direct_backpressure(struct env *e, enum blk_aio aio)
 struct refuse {
 	int left;		/* refusals still to come */
 	int calls;
+	int err;		/* the refusal: 0 is -ENOMEM, one that passes */
 };
 
 static int refusing_submit(struct io_uring *ring, void *opaque)
@@ -643,9 +644,34 @@ static int refusing_submit(struct io_uring *ring, void *opaque)
 	r->calls++;
 	if (r->left > 0) {
 		r->left--;
-		return -EFAULT;
+		return r->err ? r->err : -ENOMEM;
 	}
 	return io_uring_submit(ring);
+}
+
+/*
+ * A refusal for good (io_uring_enter(2) says EINVAL: a flag or opcode the
+ * kernel will never take): the request fails with an I/O error at once,
+ * tried once, not retried forever; the queue serves the next one.
+ */
+static bool t_submit_refused_for_good(struct env *e)
+{
+	static unsigned char buf[4096], back[4096];
+	struct refuse r = { .left = 1000, .err = -EINVAL };
+	int64_t res;
+
+	blk_uring_set_submit(e->q, refusing_submit, &r);
+	fill(buf, sizeof(buf), 35);
+	REQUIRE(io1(e, BLK_OP_WRITE, 16384, buf, sizeof(buf), &res));
+	REQUIRE(res == -EIO && r.calls == 1);
+	REQUIRE(e->f->error_reported);
+	REQUIRE(io1(e, BLK_OP_READ, 16384, back, sizeof(back), &res));
+	REQUIRE(res == -EIO && r.calls == 2);
+	blk_uring_set_submit(e->q, NULL, NULL);
+	REQUIRE(io1(e, BLK_OP_WRITE, 16384, buf, sizeof(buf), &res) && res == 4096);
+	REQUIRE(io1(e, BLK_OP_READ, 16384, back, sizeof(back), &res) && res == 4096);
+	REQUIRE(memcmp(buf, back, sizeof(buf)) == 0);
+	return true;
 }
 
 static bool t_submit_refused(struct env *e)
@@ -1557,6 +1583,7 @@ int main(int argc, char **argv)
 		{ "direct-backpressure", NULL, t_direct_backpressure },
 		{ "submit-refused", t_submit_refused, NULL, true },
 		{ "submit-refused-at-free", t_submit_refused_at_free, NULL, true },
+		{ "submit-refused-for-good", t_submit_refused_for_good, NULL, true },
 		{ "free-inflight", t_free_inflight, NULL },
 		{ "batch-done", t_batch_done, NULL },
 	};
