@@ -289,8 +289,8 @@ static void bounce_step(struct blk_req *r, int64_t res)
 		bounce_finish(b, (int64_t)b->total);
 }
 
-/* Admitted: the buffer, then the first window. */
-static void bounce_start(struct blk_bounce *b)
+/* Admitted: the buffer, then the first window; false if it failed at once. */
+static bool bounce_start(struct blk_bounce *b)
 {
 	size_t balign = b->q->f->align > b->q->f->mem_align ? b->q->f->align :
 							      b->q->f->mem_align;
@@ -298,9 +298,10 @@ static void bounce_start(struct blk_bounce *b)
 	b->buf = aligned_alloc(balign, b->size);
 	if (!b->buf) {
 		bounce_finish(b, -ENOMEM);
-		return;
+		return false;
 	}
 	bounce_window(b);
+	return true;
 }
 
 /* req through a bounce buffer; false (req failed -ENOMEM) without memory. */
@@ -439,6 +440,7 @@ int blk_align_queue_init(struct blk_queue *q)
 /* What the gate let through for this queue goes to its backend. */
 static void resume_run(struct blk_queue *q)
 {
+	unsigned failed = 0;
 	struct blk_req *r;
 
 	pthread_mutex_lock(&q->f->lock);
@@ -449,13 +451,15 @@ static void resume_run(struct blk_queue *q)
 		struct blk_req *next = r->next;
 
 		r->next = NULL;
-		if (r->gate & GATE_BOUNCE)
-			bounce_start(container_of(r, struct blk_bounce, req));
-		else
+		if (!(r->gate & GATE_BOUNCE))
 			blk_queue_go(q, r);
+		else if (!bounce_start(container_of(r, struct blk_bounce, req)))
+			failed++;
 		r = next;
 	}
 	blk_queue_submit(q);
+	/* Completed here, outside any backend's batch: their batch ends now. */
+	blk_queue_batch_end(q, failed);
 }
 
 static void resume_handler(void *opaque)
