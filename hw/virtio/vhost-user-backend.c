@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -73,6 +74,10 @@ struct vu_backend {
 	bool listening;			/* listen_fd is on t */
 	int conn_fd;			/* -1: nobody connected */
 	int fault_fd;			/* eventfd: the front-end's memory shrank */
+	int lock_fd;			/* flock held on lock_path: the socket is ours */
+	char *lock_path;
+	dev_t sock_dev;			/* the socket we made, to remove only it */
+	ino_t sock_ino;
 	uint64_t features;		/* SET_FEATURES, protocol bit included */
 	bool features_set;
 	uint64_t protocol_features;
@@ -740,7 +745,59 @@ int vu_backend_poll(struct vu_backend *vu, int timeout_ms)
 	return iothread_poll(vu->t, timeout_ms);
 }
 
-static int vu_listen(const char *path)
+/*
+ * The socket's path is taken under a lock (flock on PATH.lock, beside it),
+ * so that two daemons started on one path agree on which serves it: the
+ * lock's holder alone replaces a stale socket there, one that refuses
+ * connections, and at exit removes the socket only if it is still the one
+ * it made.  A lock file found replaced after taking it (its owner was
+ * exiting) is taken again.
+ */
+/* Whether path names the file (dev, ino), itself and not a link to it. */
+static bool vu_path_is(const char *path, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+static int vu_lock(struct vu_backend *vu, const char *path)
+{
+	size_t n = strlen(path) + sizeof(".lock");
+	struct stat a;
+
+	vu->lock_path = malloc(n);
+	if (!vu->lock_path)
+		return -1;
+	snprintf(vu->lock_path, n, "%s.lock", path);
+	for (int tries = 0; tries < 8; tries++) {
+		int fd = open(vu->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+		if (fd < 0) {
+			error_report("vhost-user %s: %s: %s", path, vu->lock_path, strerror(errno));
+			return -1;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			if (errno == EWOULDBLOCK)
+				error_report("vhost-user %s: another process serves this socket "
+					     "(it holds %s)", path, vu->lock_path);
+			else
+				error_report("vhost-user %s: %s: %s", path, vu->lock_path,
+					     strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (fstat(fd, &a) == 0 && vu_path_is(vu->lock_path, a.st_dev, a.st_ino)) {
+			vu->lock_fd = fd;
+			return 0;
+		}
+		close(fd);
+	}
+	error_report("vhost-user %s: %s keeps changing", path, vu->lock_path);
+	return -1;
+}
+
+static int vu_listen(struct vu_backend *vu, const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -752,6 +809,8 @@ static int vu_listen(const char *path)
 		return -1;
 	}
 	strcpy(a.sun_path, path);
+	if (vu_lock(vu, path) < 0)
+		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		goto fail;
@@ -761,21 +820,31 @@ static int vu_listen(const char *path)
 			close(fd);
 			return -1;
 		}
-		/* A socket someone still serves is theirs; a stale one goes. */
+		/* Only a socket nobody serves (it refuses connections) is stale. */
 		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		if (probe >= 0 && (connect(probe, (struct sockaddr *)&a, sizeof(a)) == 0 ||
-				   errno == EAGAIN)) {
+		if (probe < 0)
+			goto fail;
+		if (connect(probe, (struct sockaddr *)&a, sizeof(a)) == 0 || errno == EAGAIN) {
 			error_report("vhost-user %s: another process serves this socket", path);
 			close(probe);
 			close(fd);
 			return -1;
 		}
-		if (probe >= 0)
+		if (errno != ECONNREFUSED) {
+			error_report("vhost-user %s: cannot tell whether another process serves "
+				     "this socket: %s", path, strerror(errno));
 			close(probe);
+			close(fd);
+			return -1;
+		}
+		close(probe);
 		unlink(path);
 	}
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0)
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0 ||
+	    lstat(path, &st) < 0)
 		goto fail;
+	vu->sock_dev = st.st_dev;
+	vu->sock_ino = st.st_ino;
 	return fd;
 fail:
 	error_report("vhost-user %s: %s", path, strerror(errno));
@@ -795,7 +864,7 @@ struct vu_backend *vu_backend_new(struct virtio_device *vdev, struct guest_mem *
 		return NULL;
 	vu->vdev = vdev;
 	vu->mem = mem;
-	vu->listen_fd = vu->conn_fd = -1;
+	vu->listen_fd = vu->conn_fd = vu->lock_fd = -1;
 	vu->threaded = thread;
 	vu->rings = calloc(vdev->nr_queues, sizeof(*vu->rings));
 	vu->t = iothread_new("vhost-user");
@@ -810,7 +879,7 @@ struct vu_backend *vu_backend_new(struct virtio_device *vdev, struct guest_mem *
 	vdev->transport_opaque = vu;
 	pthread_mutex_unlock(&vdev->lock);
 	if (path) {
-		vu->listen_fd = vu_listen(path);
+		vu->listen_fd = vu_listen(vu, path);
 		if (vu->listen_fd < 0)
 			goto fail;
 		vu_listen_on(vu, true);
@@ -839,8 +908,20 @@ void vu_backend_free(struct vu_backend *vu)
 	vu_disconnect(vu);
 	if (vu->listen_fd >= 0) {
 		close(vu->listen_fd);
-		unlink(vu->path);
+		/* Ours still, not a socket someone put there meanwhile. */
+		if (vu_path_is(vu->path, vu->sock_dev, vu->sock_ino))
+			unlink(vu->path);
 	}
+	if (vu->lock_fd >= 0) {
+		struct stat st;
+
+		/* Unlinked while held (whoever opens it now finds it replaced), if ours. */
+		if (fstat(vu->lock_fd, &st) == 0 &&
+		    vu_path_is(vu->lock_path, st.st_dev, st.st_ino))
+			unlink(vu->lock_path);
+		close(vu->lock_fd);
+	}
+	free(vu->lock_path);
 	if (vu->rings) {
 		pthread_mutex_lock(&vu->vdev->lock);
 		vu->vdev->transport = NULL;

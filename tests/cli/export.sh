@@ -4,8 +4,9 @@
 # export.sh BRISK: brisk as a storage daemon (-export vhost-user-blk).
 # Bad -export command lines end with status 1 and one stderr line naming
 # the problem; a good one serves its socket without /dev/kvm, replaces a
-# stale socket but not one another process serves, and on SIGTERM exits 0
-# and removes its socket.  The protocol itself is tested by
+# stale socket but not one another process serves or locks, and on SIGTERM
+# exits 0 and removes its socket, unless another daemon has taken the
+# path over meanwhile.  The protocol itself is tested by
 # tests/vhost-user/test-vhost-user-blk.
 
 set -u
@@ -82,7 +83,61 @@ wait "$pid"
 rc=$?
 tap_check "SIGTERM ends the daemon with status 0" [ $rc -eq 0 ]
 tap_check "and its socket is gone" [ ! -e "$sock" ]
+tap_check "and its lock file" [ ! -e "$sock.lock" ]
 tap_check "it said nothing" [ ! -s "$tmp/err1" ]
+
+# Whoever holds the path's lock serves it, socket or not yet.
+exec {lockfd}>"$sock.lock"
+flock -x "$lockfd"
+refused "another process serves this socket" -drive "$D" -export "$E"
+tap_check "leaving no socket behind" [ ! -e "$sock" ]
+exec {lockfd}>&-
+rm -f "$sock.lock"
+
+# Two daemons started at once on one path: exactly one serves it, the
+# other ends with 1 and one line.
+"$brisk" -drive "$D" -export "$E" </dev/null 2>"$tmp/errA" &
+pa=$!
+"$brisk" -drive "$D" -export "$E" </dev/null 2>"$tmp/errB" &
+pb=$!
+pids+=("$pa" "$pb")
+loser=""
+for _ in $(seq 200); do
+	if ! kill -0 "$pa" 2>/dev/null; then loser=$pa; winner=$pb; lerr=$tmp/errA; break; fi
+	if ! kill -0 "$pb" 2>/dev/null; then loser=$pb; winner=$pa; lerr=$tmp/errB; break; fi
+	sleep 0.05
+done
+if [ -n "$loser" ]; then
+	wait "$loser"
+	rc=$?
+	tap_check "of two daemons on one path, one ends with 1" [ $rc -eq 1 ]
+	tap_check "with one line" [ "$(wc -l <"$lerr")" -eq 1 ]
+	tap_check "saying another process serves the socket" \
+		grep -q "another process serves this socket" "$lerr"
+	tap_check "the other serves it" wait_for "$sock"
+	tap_check "and still runs" kill -0 "$winner"
+else
+	tap_fail "of two daemons on one path, one ends with 1" "both still run after 10 s"
+	winner=$pa
+fi
+
+# The path is taken from under the serving daemon (its socket and lock
+# removed) and a second daemon serves there: the first, ending, must not
+# remove the second's socket.
+rm -f "$sock" "$sock.lock"
+"$brisk" -drive "$D" -export "$E" </dev/null 2>"$tmp/errC" &
+pc=$!
+pids+=("$pc")
+tap_check "a daemon serves the path taken over" wait_for "$sock"
+kill -TERM "$winner"
+wait "$winner"
+tap_check "the first daemon ends with 0" [ $? -eq 0 ]
+tap_check "leaving the second's socket in place" [ -S "$sock" ]
+tap_check "and its lock file" [ -e "$sock.lock" ]
+kill -TERM "$pc"
+wait "$pc"
+tap_check "the second ends with 0" [ $? -eq 0 ]
+tap_check "removing its own socket" [ ! -e "$sock" ]
 
 # -timeout bounds a daemon as it bounds a guest.
 timeout 10 "$brisk" -drive "$D" -export "$E" -timeout 1 </dev/null 2>"$tmp/err2"
