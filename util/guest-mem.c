@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
+#include <linux/magic.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "util/guest-mem.h"
@@ -125,6 +127,7 @@ static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 struct fragile {
 	uintptr_t start;	/* 0: a free slot */
 	size_t len;
+	size_t page;		/* the mapping's page size: huge on hugetlbfs */
 	int fault_fd;
 };
 static struct fragile fragile[FRAGILE_MAX];
@@ -132,37 +135,52 @@ static pthread_mutex_t fragile_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction sigbus_before;
 static bool sigbus_installed;	/* under fragile_lock */
 
+/*
+ * A slot is read without the lock.  Its mapping stays while the handler
+ * may run on it: the owner unmaps only after every thread that touches
+ * the region (the rings' I/O threads) has stopped with it, and a slot is
+ * emptied before its mapping goes.
+ */
 static void sigbus_handler(int sig, siginfo_t *si, void *uc)
 {
 	uintptr_t a = (uintptr_t)si->si_addr;
 	int saved = errno;
 
-	for (unsigned i = 0; i < FRAGILE_MAX; i++) {
+	/* A file that shrank faults with BUS_ADRERR; no other kind is ours. */
+	for (unsigned i = 0; si->si_code == BUS_ADRERR && i < FRAGILE_MAX; i++) {
 		uintptr_t start = __atomic_load_n(&fragile[i].start, __ATOMIC_ACQUIRE);
 		size_t len = __atomic_load_n(&fragile[i].len, __ATOMIC_RELAXED);
+		size_t page = __atomic_load_n(&fragile[i].page, __ATOMIC_RELAXED);
 		uint64_t one = 1;
 
 		if (!start || a - start >= len)
 			continue;
-		if (mmap((void *)start, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE |
-			 MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+		/* The faulting page alone: the rest of the file may still be there. */
+		if (mmap((void *)(start + ((a - start) & ~(page - 1))), page,
+			 PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS |
+			 MAP_NORESERVE, -1, 0) == MAP_FAILED)
 			break;
-		if (write(fragile[i].fault_fd, &one, sizeof(one)) < 0) {
-			/* EAGAIN: the owner has yet to read an earlier fault. */
-		}
+		/* Fails only if the count would overflow: the owner knows already. */
+		(void)!write(fragile[i].fault_fd, &one, sizeof(one));
 		errno = saved;
 		return;
 	}
-	/* Not a peer's memory: a fault of ours, which must not be hidden. */
-	sigaction(SIGBUS, &sigbus_before, NULL);
-	if (!(sigbus_before.sa_flags & SA_SIGINFO) && sigbus_before.sa_handler == SIG_IGN)
+	/* Not a peer's memory: as if this handler were not there. */
+	if (sigbus_before.sa_flags & SA_SIGINFO) {
+		sigbus_before.sa_sigaction(sig, si, uc);
+	} else if (sigbus_before.sa_handler != SIG_DFL &&
+		   sigbus_before.sa_handler != SIG_IGN) {
+		sigbus_before.sa_handler(sig);
+	} else if (sigbus_before.sa_handler == SIG_DFL || si->si_code > 0) {
+		/* The default (a fault cannot be ignored): the end, as ever. */
 		signal(SIGBUS, SIG_DFL);
-	(void)sig;
-	(void)uc;
+		if (si->si_code <= 0)
+			raise(SIGBUS);	/* sent, not a fault that strikes again */
+	}
 	errno = saved;
 }
 
-static int fragile_add(void *start, size_t len, int fault_fd)
+static int fragile_add(void *start, size_t len, size_t page, int fault_fd)
 {
 	int ret = -1;
 
@@ -179,6 +197,7 @@ static int fragile_add(void *start, size_t len, int fault_fd)
 		if (fragile[i].start)
 			continue;
 		fragile[i].len = len;
+		fragile[i].page = page;
 		fragile[i].fault_fd = fault_fd;
 		__atomic_store_n(&fragile[i].start, (uintptr_t)start, __ATOMIC_RELEASE);
 		ret = 0;
@@ -216,9 +235,11 @@ int guest_mem_map_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size,
 		     uint64_t uva, int fd, uint64_t offset, int fault_fd, const char **why)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint64_t delta = offset % pg, len = size + delta;
+	uint64_t delta, len = size + offset % pg;
 	struct guest_region *r;
+	struct statfs fs;
 	struct stat st;
+	bool fragile;
 	uint8_t *p;
 
 	*why = NULL;
@@ -238,8 +259,25 @@ int guest_mem_map_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size,
 	}
 	if (*why)
 		return -1;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(fd, &fs) < 0) {
 		*why = "memory region fd is not a regular file";
+		return -1;
+	}
+	/*
+	 * Sealed (or found unsealable) before its size is read: sealed after,
+	 * it could have shrunk in between, for good.  A hugetlbfs file is
+	 * watched even sealed: a hole punched in it faults once the huge
+	 * page pool is empty.
+	 */
+	fragile = !cannot_shrink(fd) || fs.f_type == HUGETLBFS_MAGIC;
+	if (fs.f_type == HUGETLBFS_MAGIC && st.st_blksize > 0 &&
+	    !((uint64_t)st.st_blksize & ((uint64_t)st.st_blksize - 1)))
+		pg = (uint64_t)st.st_blksize;
+	/* Whole pages: the kernel maps and unmaps hugetlbfs files so. */
+	delta = offset % pg;
+	len = (size + delta + pg - 1) & ~(pg - 1);
+	if (len < size || len != (size_t)len) {
+		*why = "memory region wraps around";
 		return -1;
 	}
 	/* A mapping beyond the end of the file faults on first touch. */
@@ -253,9 +291,7 @@ int guest_mem_map_fd(struct guest_mem *mem, uint64_t gpa, uint64_t size,
 		*why = "cannot map a memory region";
 		return -1;
 	}
-	bool fragile = !cannot_shrink(fd);
-
-	if (fragile && (fault_fd < 0 || fragile_add(p, len, fault_fd) < 0)) {
+	if (fragile && (fault_fd < 0 || fragile_add(p, len, pg, fault_fd) < 0)) {
 		munmap(p, len);
 		*why = "memory region file may shrink (no F_SEAL_SHRINK) and cannot be watched";
 		return -1;

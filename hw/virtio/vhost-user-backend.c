@@ -636,6 +636,8 @@ static void vu_disconnect(struct vu_backend *vu)
 		iothread_del_fd(vu->t, vu->conn_fd);
 	vu_reset_device(vu);
 	guest_mem_unmap(vu->mem);
+	/* A fault of this front-end's memory is not the next one's. */
+	(void)!read(vu->fault_fd, &(uint64_t){ 0 }, sizeof(uint64_t));
 	vu->protocol_features = 0;
 	/* The next front-end's first device error is news of its own. */
 	pthread_mutex_lock(&vu->vdev->lock);

@@ -155,6 +155,11 @@ static void test_guest_mem_fragile(void)
 	CHECK(*p == 0);		/* would be SIGBUS */
 	*p = 0x11;		/* lands nowhere the peer sees */
 	CHECK(read(efd, &n, sizeof(n)) == sizeof(n) && n == 1);
+	/* The page still in the file is still shared. */
+	CHECK(pwrite(fd, "\x42", 1, 5) == 1);
+	p = guest_mem_ptr(&mem, 0x10000 + 5, 1);
+	CHECK(p && *p == 0x42);
+	CHECK(read(efd, &n, sizeof(n)) == -1 && errno == EAGAIN);
 	guest_mem_unmap(&mem);
 
 	/* Not a watched mapping: SIGBUS as ever. */

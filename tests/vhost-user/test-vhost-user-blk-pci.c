@@ -605,6 +605,23 @@ static void test_one_queue(void)
 		CHECK(!fb_find(&fb, VHOST_USER_SET_VRING_KICK, 1, 0, &m));
 		CHECK(fb_find(&fb, VHOST_USER_SET_VRING_ENABLE, 0, 0, &m) && m.p.state.index == 0);
 		CHECK(!fb_find(&fb, VHOST_USER_SET_VRING_ENABLE, 1, 0, &m));
+		/*
+		 * The second, enabled after DRIVER_OK: started beside the
+		 * first, which runs on, with no second SET_FEATURES or
+		 * SET_MEM_TABLE and nothing said to ring 0.
+		 */
+		struct gq q1;
+
+		msix_setup(&d, 3);
+		gq_init(&d, &q1, 1, 16, q.packed, q.event_idx);
+		CHECK(fb_find(&fb, VHOST_USER_SET_VRING_KICK, 1, 0, &m) && (m.p.u64 & 0xff) == 1);
+		CHECK(ring_started(&fb, t, &q1, 0, 0));
+		CHECK(fb_find(&fb, VHOST_USER_SET_VRING_ENABLE, 1, 0, &m) && m.p.state.index == 1);
+		CHECK(!fb_find(&fb, VHOST_USER_SET_FEATURES, 1, 0, &m));
+		CHECK(!fb_find(&fb, VHOST_USER_SET_MEM_TABLE, 1, 0, &m));
+		CHECK(!fb_find(&fb, VHOST_USER_SET_VRING_NUM, 2, 0, &m));
+		CHECK(!fb_find(&fb, VHOST_USER_GET_VRING_BASE, 0, 0, &m));
+		CHECK(!status_broken(&d));
 		machine_free(t);
 	}
 	fb_stop(&fb);
