@@ -350,6 +350,21 @@ void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len)
 	return NULL;
 }
 
+void *guest_mem_ptr_part(const struct guest_mem *mem, uint64_t gpa, uint64_t len,
+			 uint64_t *part)
+{
+	for (unsigned i = 0; i < mem->nr_regions; i++) {
+		const struct guest_region *r = &mem->region[i];
+		uint64_t off = gpa - r->gpa;
+
+		if (off < r->size) {
+			*part = len < r->size - off ? len : r->size - off;
+			return r->hva + off;
+		}
+	}
+	return NULL;
+}
+
 bool guest_mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst, size_t len)
 {
 	const void *p = guest_mem_ptr(mem, gpa, len);

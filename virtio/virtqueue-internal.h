@@ -62,6 +62,10 @@ struct vq_gather {
 	unsigned int in;
 };
 
+/* A buffer that no one memory region holds: see virtqueue.c. */
+int vq_gather_pieces(struct virtqueue *vq, struct vq_gather *g, uint64_t addr,
+		     uint32_t len, bool write);
+
 /*
  * One descriptor's buffer.  Zero-length descriptors are skipped: they carry
  * no data, so nothing is mapped, but they still count against the chain
@@ -81,8 +85,8 @@ static inline int vq_gather_add(struct virtqueue *vq, struct vq_gather *g,
 	if (n >= VIRTQUEUE_MAX_SIZE)
 		return vq_fail(vq, "chain has too many buffers");
 	hva = guest_mem_ptr(vq->mem, addr, len);
-	if (!hva)
-		return vq_fail(vq, "descriptor buffer outside guest RAM");
+	if (unlikely(!hva))
+		return vq_gather_pieces(vq, g, addr, len, write);
 	g->addr[n] = addr;
 	g->iov[n].iov_base = hva;
 	g->iov[n].iov_len = len;

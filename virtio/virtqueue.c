@@ -66,6 +66,37 @@ int virtqueue_set_base(struct virtqueue *vq, uint32_t base)
 			  : virtqueue_split_set_base(vq, base);
 }
 
+/*
+ * A buffer across adjacent memory regions (a vhost-user front-end's table
+ * may cut RAM anywhere, and a driver does not know where): one iovec per
+ * region it touches, each counted against the chain's bound.  Any byte
+ * outside every region fails the chain.
+ */
+int vq_gather_pieces(struct virtqueue *vq, struct vq_gather *g, uint64_t addr,
+		     uint32_t len, bool write)
+{
+	while (len) {
+		unsigned int n = g->out + g->in;
+		uint64_t piece;
+		void *hva = guest_mem_ptr_part(vq->mem, addr, len, &piece);
+
+		if (!hva)
+			return vq_fail(vq, "descriptor buffer outside guest RAM");
+		if (n >= VIRTQUEUE_MAX_SIZE)
+			return vq_fail(vq, "chain has too many buffers");
+		g->addr[n] = addr;
+		g->iov[n].iov_base = hva;
+		g->iov[n].iov_len = piece;
+		if (write)
+			g->in++;
+		else
+			g->out++;
+		addr += piece;
+		len -= (uint32_t)piece;
+	}
+	return 0;
+}
+
 /* The arrays follow the caller's struct, aligned for iovec. */
 static size_t vq_elem_head(size_t size)
 {

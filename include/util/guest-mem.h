@@ -91,6 +91,14 @@ bool guest_mem_uva_to_gpa(const struct guest_mem *mem, uint64_t uva,
  * pointer always points into guest RAM.
  */
 void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
+/*
+ * The same for a range that may span regions: the host pointer for gpa,
+ * and in *part how much of [gpa, gpa + len) its region holds from there
+ * (at least 1 byte, at most len, which must not be 0); NULL if gpa is in
+ * no region.
+ */
+void *guest_mem_ptr_part(const struct guest_mem *mem, uint64_t gpa, uint64_t len,
+			 uint64_t *part);
 
 /* Copy helpers: false (and nothing copied) when the range is not RAM. */
 bool guest_mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst, size_t len);

@@ -576,6 +576,57 @@ static void test_zero_len(bool packed)
 }
 
 /*
+ * A buffer across two adjacent memory regions (a vhost-user front-end's
+ * table may cut RAM anywhere) is one buffer to the driver: the device
+ * takes it in two pieces, each where its region maps it.  Across a gap
+ * between regions it is outside guest RAM.
+ */
+static void test_adjacent_regions(bool packed)
+{
+	const uint64_t cut = 0x201800;	/* inside the second buffer */
+	struct drv_seg s[3] = {
+		{ DRV_RAM_GPA + 0x200000, 16, false },
+		{ DRV_RAM_GPA + 0x201000, 4096, true },
+		{ DRV_RAM_GPA + 0x203000, 1, true },
+	};
+	struct guest_mem two = { 0 }, gap = { 0 };
+	struct vq_elem *e = NULL;
+	struct virtqueue vq;
+	struct vq_driver d;
+
+	drv_init(&d, packed, 8, RAM_SIZE);
+	CHECK(guest_mem_add(&two, DRV_RAM_GPA, cut, d.ram) == 0);
+	CHECK(guest_mem_add(&two, DRV_RAM_GPA + cut, d.ram_size - cut, d.ram + cut) == 0);
+	CHECK(drv_setup_vq(&d, &vq, feats(packed, 0)) == 0);
+	vq.mem = &two;
+	CHECK(drv_add(&d, s, 3, false) >= 0);
+	CHECK(virtqueue_pop(&vq, sizeof(*e), &e) == 1);
+	CHECK(e && e->out_num == 1 && e->in_num == 3);
+	if (e && e->in_num == 3) {
+		CHECK(e->in_sg[0].iov_base == d.ram + 0x201000 && e->in_sg[0].iov_len == 0x800);
+		CHECK(e->in_sg[1].iov_base == d.ram + cut && e->in_sg[1].iov_len == 0x800);
+		CHECK(e->in_addr[0] == DRV_RAM_GPA + 0x201000 && e->in_addr[1] == DRV_RAM_GPA + cut);
+		CHECK(e->in_sg[2].iov_base == d.ram + 0x203000 && e->in_sg[2].iov_len == 1);
+	}
+	free(e);
+	CHECK(!vq.broken && drv_canary_ok(&d));
+	drv_destroy(&d);
+
+	drv_init(&d, packed, 8, RAM_SIZE);
+	CHECK(guest_mem_add(&gap, DRV_RAM_GPA, cut, d.ram) == 0);
+	CHECK(guest_mem_add(&gap, DRV_RAM_GPA + cut + 4096, d.ram_size - cut - 4096,
+			    d.ram + cut + 4096) == 0);
+	CHECK(drv_setup_vq(&d, &vq, feats(packed, 0)) == 0);
+	vq.mem = &gap;
+	CHECK(drv_add(&d, s, 3, false) >= 0);
+	e = NULL;
+	CHECK(virtqueue_pop(&vq, sizeof(*e), &e) == -1 && !e);
+	CHECK(vq.broken && vq.error && !strcmp(vq.error, "descriptor buffer outside guest RAM"));
+	check_case("adjacent regions %s", kind(packed));
+	drv_destroy(&d);
+}
+
+/*
  * Hostile rings.  Each case gets a fresh queue, lets corrupt() damage an
  * honestly added chain, and expects pop to fail and stay failed.
  */
@@ -1266,6 +1317,7 @@ int main(void)
 		test_base(p);
 		test_elem_cache(p);
 		test_zero_len(p);
+		test_adjacent_regions(p);
 		test_inuse_bound(p);
 	}
 	test_notify_split();
