@@ -854,7 +854,8 @@ static void evil_chain(struct gq *q, enum evil e)
 	memset(gpa(t, h), 0, 16);
 	switch (e) {
 	case EVIL_OUTSIDE_RAM:
-		desc[0] = (struct vring_desc){ RAM_SIZE - 8, 16, 0, 0 };
+		/* Far from every region (the board's RAM and what follows it). */
+		desc[0] = (struct vring_desc){ 16ull * RAM_SIZE - 8, 16, 0, 0 };
 		break;
 	case EVIL_LOOP:
 		desc[0] = (struct vring_desc){ h, 16, VRING_DESC_F_NEXT, 1 };
