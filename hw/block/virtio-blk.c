@@ -28,6 +28,9 @@
 #include <endian.h>
 #include <errno.h>
 #include <limits.h>
+#include <linux/virtio_blk.h>
+#include <linux/virtio_ids.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,31 +50,7 @@
 #include "virtio/virtio.h"
 #include "virtio-blk-int.h"
 
-#define VIRTIO_ID_BLOCK 2
 #define PCI_CLASS_STORAGE_OTHER 0x018000
-
-/* Feature bits (VIRTIO 1.2, 5.2.3). */
-#define VIRTIO_BLK_F_SIZE_MAX 1
-#define VIRTIO_BLK_F_SEG_MAX 2
-#define VIRTIO_BLK_F_RO 5
-#define VIRTIO_BLK_F_BLK_SIZE 6
-#define VIRTIO_BLK_F_FLUSH 9
-#define VIRTIO_BLK_F_TOPOLOGY 10
-#define VIRTIO_BLK_F_MQ 12
-#define VIRTIO_BLK_F_DISCARD 13
-#define VIRTIO_BLK_F_WRITE_ZEROES 14
-
-/* Request types and status values (VIRTIO 1.2, 5.2.6). */
-#define VIRTIO_BLK_T_IN 0
-#define VIRTIO_BLK_T_OUT 1
-#define VIRTIO_BLK_T_FLUSH 4
-#define VIRTIO_BLK_T_GET_ID 8
-#define VIRTIO_BLK_T_DISCARD 11
-#define VIRTIO_BLK_T_WRITE_ZEROES 13
-#define VIRTIO_BLK_S_OK 0
-#define VIRTIO_BLK_S_IOERR 1
-#define VIRTIO_BLK_S_UNSUPP 2
-#define VIRTIO_BLK_WZ_UNMAP 1u
 
 #define SECTOR_SHIFT 9
 #define SECTOR_SIZE (1u << SECTOR_SHIFT)
@@ -101,23 +80,26 @@
  */
 #define VBLK_SERVE_ROUNDS 4
 
-/* Config space layout (struct virtio_blk_config), byte offsets. */
-#define CFG_CAPACITY 0
-#define CFG_SIZE_MAX 8
-#define CFG_SEG_MAX 12
-#define CFG_BLK_SIZE 20
-#define CFG_PHYS_BLOCK_EXP 24
-#define CFG_ALIGN_OFFSET 25
-#define CFG_MIN_IO_SIZE 26
-#define CFG_OPT_IO_SIZE 28
-#define CFG_NUM_QUEUES 34
-#define CFG_MAX_DISCARD_SECTORS 36
-#define CFG_MAX_DISCARD_SEG 40
-#define CFG_DISCARD_ALIGN 44
-#define CFG_MAX_WZ_SECTORS 48
-#define CFG_MAX_WZ_SEG 52
-#define CFG_WZ_MAY_UNMAP 56
-#define VBLK_CONFIG_LEN 60
+/* Config space layout: where <linux/virtio_blk.h> puts each field. */
+#define CFG(field) offsetof(struct virtio_blk_config, field)
+#define CFG_CAPACITY CFG(capacity)
+#define CFG_SIZE_MAX CFG(size_max)
+#define CFG_SEG_MAX CFG(seg_max)
+#define CFG_BLK_SIZE CFG(blk_size)
+#define CFG_PHYS_BLOCK_EXP CFG(physical_block_exp)
+#define CFG_ALIGN_OFFSET CFG(alignment_offset)
+#define CFG_MIN_IO_SIZE CFG(min_io_size)
+#define CFG_OPT_IO_SIZE CFG(opt_io_size)
+#define CFG_NUM_QUEUES CFG(num_queues)
+#define CFG_MAX_DISCARD_SECTORS CFG(max_discard_sectors)
+#define CFG_MAX_DISCARD_SEG CFG(max_discard_seg)
+#define CFG_DISCARD_ALIGN CFG(discard_sector_alignment)
+#define CFG_MAX_WZ_SECTORS CFG(max_write_zeroes_sectors)
+#define CFG_MAX_WZ_SEG CFG(max_write_zeroes_seg)
+#define CFG_WZ_MAY_UNMAP CFG(write_zeroes_may_unmap)
+/* Up to write_zeroes_may_unmap and its padding: VIRTIO 1.1's fields. */
+#define VBLK_CONFIG_LEN CFG(max_secure_erase_sectors)
+_Static_assert(VBLK_CONFIG_LEN == 60, "VIRTIO 1.1 config space: 60 bytes");
 
 struct vblk_queue;
 
@@ -302,7 +284,7 @@ static uint8_t vblk_zeroes(struct vblk_queue *q, struct vblk_req *r, uint32_t ty
 	nsec = le32toh(nsec);
 	flags = le32toh(flags);
 	/* Discard must not carry the unmap flag; no other flag exists. */
-	if (flags & ~(type == VIRTIO_BLK_T_WRITE_ZEROES ? VIRTIO_BLK_WZ_UNMAP : 0))
+	if (flags & ~(type == VIRTIO_BLK_T_WRITE_ZEROES ? VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP : 0))
 		return VIRTIO_BLK_S_UNSUPP;
 	if (nsec > VBLK_MAX_ZERO_SECTORS || !vblk_range_ok(s, sector, nsec))
 		return VIRTIO_BLK_S_IOERR;
@@ -311,7 +293,7 @@ static uint8_t vblk_zeroes(struct vblk_queue *q, struct vblk_req *r, uint32_t ty
 	r->br.op = type == VIRTIO_BLK_T_DISCARD ? BLK_OP_DISCARD : BLK_OP_WRITE_ZEROES;
 	r->br.offset = sector << SECTOR_SHIFT;
 	r->br.len = (uint64_t)nsec << SECTOR_SHIFT;
-	r->br.unmap = flags & VIRTIO_BLK_WZ_UNMAP;
+	r->br.unmap = flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP;
 	r->br.fua = type == VIRTIO_BLK_T_WRITE_ZEROES && s->writethrough;
 	return 0xff;
 }
