@@ -195,7 +195,6 @@ static bool uring_refusal_passes(int err)
 	return err == -EAGAIN || err == -EBUSY || err == -ENOMEM || err == -EINTR;
 }
 
-static void uring_complete(struct blk_uring *u, uint64_t data, int res);
 static void uring_fill_from_overflow(struct blk_uring *u);
 
 /*
@@ -227,10 +226,9 @@ static void uring_fail_sq(struct blk_uring *u, int err)
 		}
 	}
 	for (unsigned i = 0; i < n; i++) {
-		struct blk_req *req = (struct blk_req *)(uintptr_t)(failed[i] & ~BLK_URING_NOIO);
-
-		req->err = -EIO;
-		uring_complete(u, (uintptr_t)req | BLK_URING_NOIO, -EIO);
+		u->inflight--;
+		blk_req_finish(&u->q, (struct blk_req *)(uintptr_t)(failed[i] & ~BLK_URING_NOIO),
+			       -EIO);
 	}
 	blk_queue_batch_end(&u->q, n);
 }

@@ -62,6 +62,21 @@ struct vq_gather {
 	unsigned int in;
 };
 
+/* Appends one mapped piece; the caller checked the chain's bound. */
+static inline void vq_gather_put(struct vq_gather *g, uint64_t addr, void *hva,
+				 size_t len, bool write)
+{
+	unsigned int n = g->out + g->in;
+
+	g->addr[n] = addr;
+	g->iov[n].iov_base = hva;
+	g->iov[n].iov_len = len;
+	if (write)
+		g->in++;
+	else
+		g->out++;
+}
+
 /* A buffer that no one memory region holds: see virtqueue.c. */
 int vq_gather_pieces(struct virtqueue *vq, struct vq_gather *g, uint64_t addr,
 		     uint32_t len, bool write);
@@ -87,13 +102,7 @@ static inline int vq_gather_add(struct virtqueue *vq, struct vq_gather *g,
 	hva = guest_mem_ptr(vq->mem, addr, len);
 	if (unlikely(!hva))
 		return vq_gather_pieces(vq, g, addr, len, write);
-	g->addr[n] = addr;
-	g->iov[n].iov_base = hva;
-	g->iov[n].iov_len = len;
-	if (write)
-		g->in++;
-	else
-		g->out++;
+	vq_gather_put(g, addr, hva, len, write);
 	return 0;
 }
 

@@ -76,21 +76,14 @@ int vq_gather_pieces(struct virtqueue *vq, struct vq_gather *g, uint64_t addr,
 		     uint32_t len, bool write)
 {
 	while (len) {
-		unsigned int n = g->out + g->in;
 		uint64_t piece;
 		void *hva = guest_mem_ptr_part(vq->mem, addr, len, &piece);
 
 		if (!hva)
 			return vq_fail(vq, "descriptor buffer outside guest RAM");
-		if (n >= VIRTQUEUE_MAX_SIZE)
+		if (g->out + g->in >= VIRTQUEUE_MAX_SIZE)
 			return vq_fail(vq, "chain has too many buffers");
-		g->addr[n] = addr;
-		g->iov[n].iov_base = hva;
-		g->iov[n].iov_len = piece;
-		if (write)
-			g->in++;
-		else
-			g->out++;
+		vq_gather_put(g, addr, hva, piece, write);
 		addr += piece;
 		len -= (uint32_t)piece;
 	}
