@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "hw/block/virtio-blk.h"
+#include "hw/device.h"
 #include "hw/machine.h"
 #include "hw/virtio/vhost-user-frontend.h"
 #include "hw/virtio/virtio-pci.h"
@@ -58,53 +59,58 @@ struct vublk {
 
 /* ---- the command line ---- */
 
-static int chardev_key(void *cfg, const char *key, const char *val, unsigned *seen)
-{
-	static const char *const keys[] = { "id", "path", "reconnect", "server", "fd" };
-	struct blk_chardev_cfg *cd = cfg;
-	const char *w = "-chardev socket";
-	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
-	bool server;
+#define C(f, t) OPT_AT(struct blk_chardev_cfg, f, t)
+static const struct opt_prop chardev_props[] = {
+	{ "id", OPT_ID, C(id, char *), OPT_REQUIRED,
+	  .help = "the name -device vhost-user-blk-pci chardev= uses" },
+	{ "path", OPT_STR, C(path, char *), .help = "the back-end's Unix socket" },
+	{ "reconnect", OPT_UINT, C(reconnect_s, unsigned), .max = VUBLK_MAX_RECONNECT_S,
+	  .def = "0 (never)", .help = "seconds between tries to reach a lost back-end" },
+	{ "server", OPT_ENUM, 0, OPT_NOSTORE,
+	  .names = (const char *const[]){ "off", "no", "false", NULL }, .def = "off",
+	  .why = "brisk connects to a back-end that listens",
+	  .help = "brisk is the client" },
+	/* An inherited socket, already connected (QEMU's fd=). */
+	{ "fd", OPT_UINT, C(fd, int), .max = INT_MAX,
+	  .help = "an inherited socket, already connected" },
+	{ NULL },
+};
+#undef C
+const struct opt_spec blk_chardev_spec = { "-chardev socket", NULL, chardev_props };
 
-	if (k < 0 || once(w, key, seen, (unsigned)k))
-		return -1;
-	if (!*val) {
-		error_report("%s: %s= is empty", w, key);
-		return -1;
-	}
-	switch (k) {
-	case 0:
-		return parse_id(w, key, val, &cd->id);
-	case 1:
-		return parse_string(w, key, val, &cd->path);
-	case 2:
-		return parse_unsigned(w, key, val, VUBLK_MAX_RECONNECT_S, &cd->reconnect_s);
-	case 4:
-		/* An inherited socket, already connected (QEMU's fd=). */
-		return parse_unsigned(w, key, val, INT_MAX, (unsigned *)&cd->fd);
-	default:
-		if (parse_bool(w, key, val, &server))
-			return -1;
-		if (server) {
-			error_report("%s: server=on: brisk connects to a back-end that "
-				     "listens (server=off)", w);
-			return -1;
-		}
-		return 0;
-	}
-}
+#define U(f, t) OPT_AT(struct vublk_cfg, f, t)
+static const struct opt_prop vublk_props[] = {
+	{ "chardev", OPT_STR, U(chardev_id, char *), OPT_REQUIRED,
+	  .help = "the -chardev id= of the back-end's socket" },
+	{ "num-queues", OPT_UINT, U(num_queues, unsigned), .min = 1,
+	  .max = VBLK_MAX_QUEUES, .def = "the vCPU count, at most the back-end's",
+	  .help = "request queues" },
+	{ "queue-size", OPT_UINT, U(queue_size, unsigned), OPT_POW2, .min = 2,
+	  .max = VBLK_MAX_QUEUE_SIZE, .def = "256", .help = "ring entries per queue" },
+	{ "packed", OPT_BOOL, U(packed, bool), .def = "off",
+	  .help = "offer the packed ring (VIRTIO_F_RING_PACKED)" },
+	{ "event_idx", OPT_BOOL, U(event_idx, bool), .def = "on",
+	  .help = "offer VIRTIO_F_EVENT_IDX" },
+	{ "indirect_desc", OPT_BOOL, U(indirect_desc, bool), .def = "on",
+	  .help = "offer VIRTIO_F_INDIRECT_DESC" },
+	{ NULL },
+};
+#undef U
+static const struct opt_spec vublk_spec = {
+	"-device vhost-user-blk-pci", NULL, vublk_props,
+};
 
 int blk_cmdline_chardev(struct blk_cmdline *c, const char *arg)
 {
 	struct blk_chardev_cfg cd = { .fd = -1 };
 
-	if (parse_named(c, "-chardev", "backend", "socket",
-			"socket (a Unix socket to a vhost-user back-end: "
-			"socket,id=ID,path=PATH)", arg, chardev_key, &cd) < 0)
+	if (blk_parse_named(c, "backend", "socket",
+			    "socket (a Unix socket to a vhost-user back-end: "
+			    "socket,id=ID,path=PATH)", arg, &blk_chardev_spec, &cd))
 		goto fail;
-	if (!cd.id || (!cd.path == (cd.fd < 0))) {
-		error_report("-chardev socket: %s", !cd.id ? "id= is missing" :
-			     cd.path ? "path= and fd= exclude each other" :
+	if (!cd.path == (cd.fd < 0)) {
+		error_report("-chardev socket: %s", cd.path ?
+			     "path= and fd= exclude each other" :
 			     "path= (or fd=) is missing");
 		goto fail;
 	}
@@ -131,34 +137,6 @@ fail:
 	return -1;
 }
 
-static int vublk_key(void *cfg, const char *key, const char *val, unsigned *seen)
-{
-	static const char *const keys[] = {
-		"chardev", "num-queues", "queue-size", "packed", "event_idx",
-		"indirect_desc",
-	};
-	struct vublk_cfg *vc = cfg;
-	const char *w = "-device vhost-user-blk-pci";
-	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
-
-	if (k < 0 || once(w, key, seen, (unsigned)k))
-		return -1;
-	switch (k) {
-	case 0:
-		return parse_string(w, key, val, &vc->chardev_id);
-	case 1:
-		return parse_queue_count(w, key, val, &vc->num_queues);
-	case 2:
-		return parse_queue_size(w, key, val, &vc->queue_size);
-	case 3:
-		return parse_bool(w, key, val, &vc->packed);
-	case 4:
-		return parse_bool(w, key, val, &vc->event_idx);
-	default:
-		return parse_bool(w, key, val, &vc->indirect_desc);
-	}
-}
-
 int vublk_cmdline_device(struct blk_cmdline *c, const char *arg)
 {
 	struct vublk_cfg vc = {
@@ -166,13 +144,8 @@ int vublk_cmdline_device(struct blk_cmdline *c, const char *arg)
 		.indirect_desc = true,
 	};
 
-	if (parse_named(c, "-device", "driver", "vhost-user-blk-pci", NULL, arg,
-			vublk_key, &vc) < 0)
+	if (blk_parse_named(c, "driver", "vhost-user-blk-pci", NULL, arg, &vublk_spec, &vc))
 		goto fail;
-	if (!vc.chardev_id) {
-		error_report("-device vhost-user-blk-pci: chardev= is missing");
-		goto fail;
-	}
 	struct vublk_cfg *n = grow(c->vublks, c->nr_vublks, sizeof(*n));
 
 	if (!n)
@@ -256,6 +229,13 @@ bool blk_cmdline_shares_ram(const struct blk_cmdline *c)
 {
 	return c->nr_vublks > 0;
 }
+
+const struct device_family vhost_user_blk_pci_family = {
+	.name = "vhost-user-blk-pci",
+	.help = "a disk served by another process: chardev=ID names its -chardev socket",
+	.spec = &vublk_spec,
+	.kind = DEVICE_BLOCK,
+};
 
 /* ---- the device ---- */
 

@@ -12,209 +12,36 @@
 #include <string.h>
 
 #include "hw/block/virtio-blk.h"
+#include "hw/device.h"
 #include "util/log.h"
 #include "virtio-blk-int.h"
 
-struct opt_parser {
-	char *buf;		/* private copy, unescaped in place */
-	char *p;
-	const char *what;	/* "-drive", "-device"... for messages */
-};
-
-/*
- * Next KEY[=VALUE] token.  *val is NULL when there is no '='.
- * Returns 1 with a token, 0 at the end, -1 on an empty token.
- */
-static int opt_next(struct opt_parser *op, char **key, char **val)
+int blk_parse_named(struct blk_cmdline *c, const char *form, const char *name,
+		    const char *known, const char *arg, const struct opt_spec *spec,
+		    void *cfg)
 {
-	char *p = op->p, *out;
+	const char *what = spec->what, *rest;
+	size_t len;
+	const char *head = opts_head(arg, form, &len, &rest);
+	int r;
 
-	if (!*p)
-		return 0;
-	*key = p;
-	*val = NULL;
-	while (*p && *p != '=' && *p != ',')
-		p++;
-	if (p == *key) {
-		error_report("%s: empty option name", op->what);
+	/* spec->what is "-device NAME": the option alone, for the messages below. */
+	len = strcspn(what, " ");
+	if (c->finished) {
+		error_report("%.*s after the command line was closed", (int)len, what);
 		return -1;
 	}
-	if (*p == ',') {
-		*p++ = '\0';
-		if (!*p) {
-			error_report("%s: trailing ','", op->what);
-			return -1;
-		}
-		op->p = p;
-		return 1;
-	}
-	if (*p == '\0') {
-		op->p = p;
-		return 1;
-	}
-	*p++ = '\0';
-	*val = out = p;
-	for (;;) {
-		if (*p == ',' && p[1] == ',') {
-			*out++ = ',';
-			p += 2;
-		} else if (*p == ',' || *p == '\0') {
-			bool more = *p == ',';
-
-			*out = '\0';
-			p += more;
-			if (more && !*p) {
-				error_report("%s: trailing ','", op->what);
-				return -1;
-			}
-			break;
-		} else {
-			*out++ = *p++;
-		}
-	}
-	op->p = p;
-	return 1;
-}
-
-int parse_bool(const char *what, const char *key, const char *val, bool *out)
-{
-	if (!strcmp(val, "on") || !strcmp(val, "true") || !strcmp(val, "yes")) {
-		*out = true;
-		return 0;
-	}
-	if (!strcmp(val, "off") || !strcmp(val, "false") || !strcmp(val, "no")) {
-		*out = false;
-		return 0;
-	}
-	error_report("%s: %s=%s: expected on or off", what, key, val);
-	return -1;
-}
-
-/* Plain decimal only: no sign, no spaces, no suffix. */
-static int parse_uint(const char *what, const char *key, const char *val,
-		      unsigned long max, unsigned long *out)
-{
-	unsigned long v = 0;
-
-	if (!*val)
-		goto bad;
-	for (const char *p = val; *p; p++) {
-		if (*p < '0' || *p > '9')
-			goto bad;
-		if (v > (max - (unsigned)(*p - '0')) / 10) {
-			error_report("%s: %s=%s: too large (at most %lu)", what, key, val, max);
-			return -1;
-		}
-		v = v * 10 + (unsigned)(*p - '0');
-	}
-	*out = v;
-	return 0;
-bad:
-	error_report("%s: %s=%s: expected a decimal number", what, key, val);
-	return -1;
-}
-
-int parse_unsigned(const char *what, const char *key, const char *val,
-		   unsigned long max, unsigned *out)
-{
-	unsigned long v;
-
-	if (parse_uint(what, key, val, max, &v))
-		return -1;
-	*out = (unsigned)v;
-	return 0;
-}
-
-int parse_queue_count(const char *what, const char *key, const char *val,
-		      unsigned *out)
-{
-	if (parse_unsigned(what, key, val, VBLK_MAX_QUEUES, out))
-		return -1;
-	if (*out == 0) {
-		error_report("%s: %s=0: need 1 to %d", what, key, VBLK_MAX_QUEUES);
+	if (strlen(name) != strcspn(head, ",") || strncmp(head, name, strlen(name))) {
+		error_report("%.*s %s: brisk's %.*s knows only %s", (int)len, what, arg,
+			     (int)len, what, known ? known : name);
 		return -1;
 	}
-	return 0;
-}
-
-/* A block size, as QEMU takes it: a power of two from 512 to 2 MiB. */
-static int parse_block_size(const char *what, const char *key, const char *val,
-			    unsigned *out)
-{
-	if (parse_unsigned(what, key, val, VBLK_MAX_BLOCK_SIZE, out))
-		return -1;
-	if (*out < 512 || (*out & (*out - 1))) {
-		error_report("%s: %s=%s: need a power of two from 512 to %u", what, key, val,
-			     VBLK_MAX_BLOCK_SIZE);
+	r = opts_parse(spec, rest, cfg);
+	if (r == OPTS_HELP) {
+		opts_print_help(stdout, spec);
 		return -1;
 	}
-	return 0;
-}
-
-/* QEMU's identifier rule: a letter, then letters, digits, '-', '.', '_'. */
-static bool id_valid(const char *id)
-{
-	if (!((*id >= 'a' && *id <= 'z') || (*id >= 'A' && *id <= 'Z')))
-		return false;
-	for (const char *p = id + 1; *p; p++) {
-		bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			  (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_';
-		if (!ok)
-			return false;
-	}
-	return true;
-}
-
-int parse_id(const char *what, const char *key, const char *val, char **out)
-{
-	if (!id_valid(val)) {
-		error_report("%s: %s=%s: an id starts with a letter and holds "
-			     "letters, digits, '-', '.', '_'", what, key, val);
-		return -1;
-	}
-	*out = strdup(val);
-	return *out ? 0 : -1;
-}
-
-int parse_string(const char *what, const char *key, const char *val, char **out)
-{
-	if (!*val) {
-		error_report("%s: %s= is empty", what, key);
-		return -1;
-	}
-	*out = strdup(val);
-	return *out ? 0 : -1;
-}
-
-int key_index(const char *what, const char *const *keys, unsigned n,
-	      const char *key, const char *val)
-{
-	char known[256] = "";
-	size_t len = 0;
-
-	for (unsigned k = 0; k < n; k++) {
-		if (strcmp(key, keys[k]))
-			continue;
-		if (val)
-			return (int)k;
-		error_report("%s: %s needs a value (%s=...)", what, key, key);
-		return -1;
-	}
-	for (unsigned k = 0; k < n && len < sizeof(known); k++)
-		len += (size_t)snprintf(known + len, sizeof(known) - len, "%s%s",
-					k ? ", " : "", keys[k]);
-	error_report("%s: unknown option '%s' (known: %s)", what, key, known);
-	return -1;
-}
-
-int once(const char *what, const char *key, unsigned *seen, unsigned bit)
-{
-	if (*seen & (1u << bit)) {
-		error_report("%s: %s= given twice", what, key);
-		return -1;
-	}
-	*seen |= 1u << bit;
-	return 0;
+	return r;
 }
 
 struct blk_cmdline *blk_cmdline_new(void)
@@ -234,71 +61,38 @@ void *grow(void *arr, unsigned nr, size_t elem)
 	return n;
 }
 
-static int drive_key(struct blk_drive_cfg *d, const char *key, const char *val,
-		     unsigned *seen)
-{
-	static const char *const keys[] = {
-		"file", "if", "id", "format", "aio", "cache", "readonly",
-		"media", "snapshot",
-	};
-	const char *w = "-drive";
-	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
+static const char *const if_names[] = { "none", "virtio", NULL };
+static const int if_vals[] = { 0, 1 };
+static const char *const raw_names[] = { "raw", NULL };
+static const char *const aio_names[] = { "io_uring", "threads", NULL };
+static const int aio_vals[] = { BLK_AIO_IO_URING, BLK_AIO_THREADS };
+static const char *const cache_names[] = { "writeback", "none", NULL };
+static const int cache_vals[] = { BLK_CACHE_WRITEBACK, BLK_CACHE_NONE };
+static const char *const disk_names[] = { "disk", NULL };
 
-	if (k < 0 || once(w, key, seen, (unsigned)k))
-		return -1;
-	switch (k) {
-	case 0:
-		return parse_string(w, key, val, &d->file);
-	case 1:
-		if (!strcmp(val, "none"))
-			d->if_virtio = false;
-		else if (!strcmp(val, "virtio"))
-			d->if_virtio = true;
-		else {
-			error_report("-drive: if=%s: brisk supports if=none and if=virtio", val);
-			return -1;
-		}
-		return 0;
-	case 2:
-		return parse_id(w, key, val, &d->id);
-	case 3:
-		if (strcmp(val, "raw")) {
-			error_report("-drive: format=%s: brisk supports format=raw only", val);
-			return -1;
-		}
-		return 0;
-	case 4:
-		if (!strcmp(val, "io_uring"))
-			d->aio = BLK_AIO_IO_URING;
-		else if (!strcmp(val, "threads"))
-			d->aio = BLK_AIO_THREADS;
-		else {
-			error_report("-drive: aio=%s: expected io_uring or threads", val);
-			return -1;
-		}
-		return 0;
-	case 5:
-		if (!strcmp(val, "writeback"))
-			d->cache = BLK_CACHE_WRITEBACK;
-		else if (!strcmp(val, "none"))
-			d->cache = BLK_CACHE_NONE;
-		else {
-			error_report("-drive: cache=%s: expected none or writeback", val);
-			return -1;
-		}
-		return 0;
-	case 6:
-		return parse_bool(w, key, val, &d->readonly);
-	case 7:
-		if (strcmp(val, "disk")) {
-			error_report("-drive: media=%s: brisk has disks only (media=disk)", val);
-			return -1;
-		}
-		return 0;
-	default:
-		return parse_bool(w, key, val, &d->snapshot);
-	}
-}
+#define D(f, t) OPT_AT(struct blk_drive_cfg, f, t)
+static const struct opt_prop drive_props[] = {
+	{ "file", OPT_STR, D(file, char *), OPT_REQUIRED, .help = "the raw image" },
+	{ "if", OPT_ENUM, D(if_virtio, int), .names = if_names, .vals = if_vals,
+	  .def = "virtio", .why = "brisk has virtio disks only",
+	  .help = "virtio: a disk of its own; none: for -device or -export drive=" },
+	{ "id", OPT_ID, D(id, char *), .help = "the name -device/-export drive= uses" },
+	{ "format", OPT_ENUM, 0, OPT_NOSTORE, .names = raw_names, .def = "raw",
+	  .why = "brisk reads raw images only", .help = "the image format" },
+	{ "aio", OPT_ENUM, D(aio, int), .names = aio_names, .vals = aio_vals,
+	  .def = "io_uring", .help = "how requests reach the file" },
+	{ "cache", OPT_ENUM, D(cache, int), .names = cache_names, .vals = cache_vals,
+	  .def = "writeback", .help = "none: O_DIRECT, past the host's page cache" },
+	{ "readonly", OPT_BOOL, D(readonly, bool), .def = "off",
+	  .help = "refuse the guest's writes" },
+	{ "media", OPT_ENUM, 0, OPT_NOSTORE, .names = disk_names, .def = "disk",
+	  .why = "brisk has disks only", .help = "the kind of drive" },
+	{ "snapshot", OPT_BOOL, D(snapshot, bool), .def = "off",
+	  .help = "write to a private copy, dropped at exit" },
+	{ NULL },
+};
+#undef D
+const struct opt_spec blk_drive_spec = { "-drive", NULL, drive_props };
 
 static int drive_add_device(struct blk_cmdline *c, unsigned drive);
 
@@ -319,31 +113,21 @@ static void drive_cfg_clear(struct blk_drive_cfg *d)
 
 int blk_cmdline_drive(struct blk_cmdline *c, const char *arg)
 {
-	struct opt_parser op = { .what = "-drive" };
 	struct blk_drive_cfg d = {
 		.aio = BLK_AIO_IO_URING, .cache = BLK_CACHE_WRITEBACK,
-		.if_virtio = true,
+		.if_virtio = 1,
 	};
-	unsigned seen = 0;
-	char *key, *val;
 	int r;
 
 	if (c->finished) {
 		error_report("-drive after the command line was closed");
 		return -1;
 	}
-	op.buf = op.p = strdup(arg);
-	if (!op.buf)
-		return -1;
-	while ((r = opt_next(&op, &key, &val)) > 0)
-		if (drive_key(&d, key, val, &seen) < 0)
-			goto fail;
-	if (r < 0)
+	r = opts_parse(&blk_drive_spec, arg, &d);
+	if (r == OPTS_HELP)
+		opts_print_help(stdout, &blk_drive_spec);
+	if (r)
 		goto fail;
-	if (!d.file) {
-		error_report("-drive: file= is missing");
-		goto fail;
-	}
 	/* Without if=, the only kind of disk brisk has: virtio. */
 	if (!d.if_virtio && !d.id) {
 		error_report("-drive %s: if=none needs id= for -device drive=", d.file);
@@ -359,13 +143,11 @@ int blk_cmdline_drive(struct blk_cmdline *c, const char *arg)
 		goto fail;
 	c->drives = n;
 	c->drives[c->nr_drives++] = d;
-	free(op.buf);
 	if (d.if_virtio)
 		return drive_add_device(c, c->nr_drives - 1);
 	return 0;
 fail:
 	drive_cfg_clear(&d);
-	free(op.buf);
 	return -1;
 }
 
@@ -405,139 +187,93 @@ static int drive_add_device(struct blk_cmdline *c, unsigned drive)
 	return 0;
 }
 
-/* A ring size: a power of two from 2 to VBLK_MAX_QUEUE_SIZE. */
-int parse_queue_size(const char *what, const char *key, const char *val,
-		     unsigned *out)
+#define V(f, t) OPT_AT(struct blk_device_cfg, f, t)
+static const struct opt_prop device_props[] = {
+	{ "drive", OPT_STR, V(drive_id, char *), OPT_REQUIRED,
+	  .help = "the -drive id= this disk serves" },
+	{ "packed", OPT_BOOL, V(packed, bool), .def = "off",
+	  .help = "offer the packed ring (VIRTIO_F_RING_PACKED)" },
+	{ "num-queues", OPT_UINT, V(num_queues, unsigned), .min = 1,
+	  .max = VBLK_MAX_QUEUES, .def = "the vCPU count", .help = "request queues" },
+	{ "queue-size", OPT_UINT, V(queue_size, unsigned), OPT_POW2, .min = 2,
+	  .max = VBLK_MAX_QUEUE_SIZE, .def = "256", .help = "ring entries per queue" },
+	{ "serial", OPT_STRBUF, V(serial, char[VBLK_SERIAL_LEN + 1]), OPT_PRINTABLE,
+	  .max = VBLK_SERIAL_LEN, .help = "the disk's serial (GET_ID)" },
+	{ "event_idx", OPT_BOOL, V(event_idx, bool), .def = "on",
+	  .help = "offer VIRTIO_F_EVENT_IDX" },
+	{ "indirect_desc", OPT_BOOL, V(indirect_desc, bool), .def = "on",
+	  .help = "offer VIRTIO_F_INDIRECT_DESC" },
+	{ "poll-us", OPT_UINT, V(poll_us, unsigned), .max = VBLK_MAX_POLL_US,
+	  .def = "2000", .help = "how long an idle I/O thread polls its rings" },
+	{ "iothreads", OPT_UINT, V(iothreads, unsigned), .min = 1,
+	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "I/O threads; queue i runs on i % N" },
+	{ "irq-coalesce-us", OPT_UINT, V(irq_coalesce_us, unsigned),
+	  .max = VBLK_MAX_COALESCE_US, .def = "0",
+	  .help = "hold a batch's interrupt up to this long" },
+	{ "irq-interval-us", OPT_UINT, V(irq_interval_us, unsigned),
+	  .max = VBLK_MAX_COALESCE_US, .def = "0",
+	  .help = "the least gap between two interrupts" },
+	{ "logical_block_size", OPT_UINT, V(logical_block_size, unsigned), OPT_POW2,
+	  .min = 512, .max = VBLK_MAX_BLOCK_SIZE, .def = "512, or the host's with cache=none",
+	  .help = "the block size offered the guest" },
+	{ "physical_block_size", OPT_UINT, V(physical_block_size, unsigned), OPT_POW2,
+	  .min = 512, .max = VBLK_MAX_BLOCK_SIZE, .def = "the host's",
+	  .help = "the physical block offered the guest" },
+	{ NULL },
+};
+static const struct opt_spec device_spec = {
+	"-device virtio-blk-pci", NULL, device_props,
+};
+
+static const struct opt_prop export_props[] = {
+	{ "id", OPT_ID, V(export_id, char *), OPT_REQUIRED, .help = "the export's name" },
+	{ "drive", OPT_STR, V(drive_id, char *), OPT_REQUIRED,
+	  .help = "the -drive id= to serve" },
+	{ "node-name", OPT_STR, V(drive_id, char *), .alias = "drive" },
+	{ "addr.path", OPT_STR, V(socket_path, char *), OPT_REQUIRED,
+	  .help = "the Unix socket to listen on" },
+	{ "addr.type", OPT_ENUM, 0, OPT_NOSTORE, .names = (const char *const[]){ "unix", NULL },
+	  .def = "unix", .why = "brisk serves Unix sockets only", .help = "the socket's kind" },
+	{ "num-queues", OPT_UINT, V(num_queues, unsigned), .min = 1,
+	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "request queues offered" },
+	{ "queue-size", OPT_UINT, V(queue_size, unsigned), OPT_POW2, .min = 2,
+	  .max = VBLK_MAX_QUEUE_SIZE, .def = "256", .help = "ring entries per queue, at most" },
+	{ "writable", OPT_BOOL, V(writable, bool), .def = "off",
+	  .help = "take the front ends' writes" },
+	{ "serial", OPT_STRBUF, V(serial, char[VBLK_SERIAL_LEN + 1]),
+	  OPT_PRINTABLE | OPT_EMPTY, .max = VBLK_SERIAL_LEN,
+	  .help = "the disk's serial (GET_ID)" },
+	{ "poll-us", OPT_UINT, V(poll_us, unsigned), .max = VBLK_MAX_POLL_US,
+	  .def = "2000", .help = "how long an idle I/O thread polls its rings" },
+	{ "iothreads", OPT_UINT, V(iothreads, unsigned), .min = 1,
+	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "I/O threads; queue i runs on i % N" },
+	{ NULL },
+};
+#undef V
+const struct opt_spec blk_export_spec = {
+	"-export vhost-user-blk", NULL, export_props,
+};
+
+static void device_cfg_clear(struct blk_device_cfg *dc)
 {
-	unsigned long v;
-
-	if (parse_uint(what, key, val, VBLK_MAX_QUEUE_SIZE, &v))
-		return -1;
-	if (v < 2 || (v & (v - 1))) {
-		error_report("%s: %s=%s: need a power of two from 2 to %d",
-			     what, key, val, VBLK_MAX_QUEUE_SIZE);
-		return -1;
-	}
-	*out = (unsigned)v;
-	return 0;
-}
-
-/* GET_ID's answer: printable ASCII, at most VBLK_SERIAL_LEN bytes. */
-static int parse_serial(const char *what, const char *val, struct blk_device_cfg *dc)
-{
-	if (strlen(val) > VBLK_SERIAL_LEN) {
-		error_report("%s: serial=%s: longer than %d bytes", what, val,
-			     VBLK_SERIAL_LEN);
-		return -1;
-	}
-	for (const char *p = val; *p; p++) {
-		if (*p < 0x20 || *p > 0x7e) {
-			error_report("%s: serial= holds a non-printable byte", what);
-			return -1;
-		}
-	}
-	strcpy(dc->serial, val);
-	return 0;
-}
-
-static int device_key(void *cfg, const char *key, const char *val, unsigned *seen)
-{
-	struct blk_device_cfg *dc = cfg;
-	static const char *const keys[] = {
-		"drive", "packed", "num-queues", "queue-size", "serial",
-		"event_idx", "indirect_desc", "poll-us", "iothreads", "irq-coalesce-us",
-		"irq-interval-us", "logical_block_size", "physical_block_size",
-	};
-	const char *w = "-device virtio-blk-pci";
-	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
-
-	if (k < 0 || once(w, key, seen, (unsigned)k))
-		return -1;
-	switch (k) {
-	case 0:
-		return parse_string(w, key, val, &dc->drive_id);
-	case 1:
-		return parse_bool(w, key, val, &dc->packed);
-	case 2:
-		return parse_queue_count(w, key, val, &dc->num_queues);
-	case 3:
-		return parse_queue_size(w, key, val, &dc->queue_size);
-	case 4:
-		return parse_serial(w, val, dc);
-	case 5:
-		return parse_bool(w, key, val, &dc->event_idx);
-	case 6:
-		return parse_bool(w, key, val, &dc->indirect_desc);
-	case 7:
-		return parse_unsigned(w, key, val, VBLK_MAX_POLL_US, &dc->poll_us);
-	case 8:
-		return parse_queue_count(w, key, val, &dc->iothreads);
-	case 9:
-		return parse_unsigned(w, key, val, VBLK_MAX_COALESCE_US, &dc->irq_coalesce_us);
-	case 10:
-		return parse_unsigned(w, key, val, VBLK_MAX_COALESCE_US, &dc->irq_interval_us);
-	case 11:
-		return parse_block_size(w, key, val, &dc->logical_block_size);
-	default:
-		return parse_block_size(w, key, val, &dc->physical_block_size);
-	}
-}
-
-int parse_named(struct blk_cmdline *c, const char *what, const char *form,
-		const char *name, const char *known, const char *arg, blk_key_fn fn,
-		void *cfg)
-{
-	struct opt_parser op = { .what = what };
-	unsigned seen = 0;
-	char *key, *val;
-	int r;
-
-	if (c->finished) {
-		error_report("%s after the command line was closed", what);
-		return -1;
-	}
-	op.buf = op.p = strdup(arg);
-	if (!op.buf)
-		return -1;
-	r = opt_next(&op, &key, &val);
-	if (r == 0 || (r > 0 && (strcmp(val ? val : key, name) ||
-				 (val && strcmp(key, form))))) {
-		error_report("%s %s: brisk's %s knows only %s", what, arg, what,
-			     known ? known : name);
-		r = -1;
-	}
-	while (r > 0 && (r = opt_next(&op, &key, &val)) > 0)
-		if (fn(cfg, key, val, &seen) < 0)
-			r = -1;
-	free(op.buf);
-	return r < 0 ? -1 : 0;
-}
-
-/* Whether arg's first token is name, or form=name. */
-static bool names(const char *arg, const char *form, const char *name)
-{
-	size_t n = strlen(form);
-
-	if (!strncmp(arg, form, n) && arg[n] == '=')
-		arg += n + 1;
-	n = strlen(name);
-	return !strncmp(arg, name, n) && (arg[n] == ',' || !arg[n]);
+	free(dc->drive_id);
+	free(dc->export_id);
+	free(dc->socket_path);
 }
 
 int blk_cmdline_device(struct blk_cmdline *c, const char *arg)
 {
 	struct blk_device_cfg dc;
+	const char *rest;
+	size_t len;
+	const char *head = opts_head(arg, "driver", &len, &rest);
 
-	if (names(arg, "driver", "vhost-user-blk-pci"))
+	if (len == strlen("vhost-user-blk-pci") && !strncmp(head, "vhost-user-blk-pci", len))
 		return vublk_cmdline_device(c, arg);
 	device_defaults(&dc);
-	if (parse_named(c, "-device", "driver", "virtio-blk-pci",
-			"virtio-blk-pci and vhost-user-blk-pci", arg, device_key, &dc) < 0)
+	if (blk_parse_named(c, "driver", "virtio-blk-pci",
+			    "virtio-blk-pci and vhost-user-blk-pci", arg, &device_spec, &dc))
 		goto fail;
-	if (!dc.drive_id) {
-		error_report("-device virtio-blk-pci: drive= is missing");
-		goto fail;
-	}
 	if (dc.physical_block_size && dc.physical_block_size < dc.logical_block_size) {
 		error_report("-device virtio-blk-pci: physical_block_size=%u is smaller than "
 			     "logical_block_size=%u", dc.physical_block_size,
@@ -548,56 +284,8 @@ int blk_cmdline_device(struct blk_cmdline *c, const char *arg)
 		goto fail;
 	return 0;
 fail:
-	free(dc.drive_id);
+	device_cfg_clear(&dc);
 	return -1;
-}
-
-static int export_key(void *cfg, const char *key, const char *val, unsigned *seen)
-{
-	struct blk_device_cfg *dc = cfg;
-	static const char *const keys[] = {
-		"id", "drive", "node-name", "addr.path", "addr.type", "num-queues",
-		"queue-size", "writable", "serial", "poll-us", "iothreads",
-	};
-	const char *w = "-export vhost-user-blk";
-	int k = key_index(w, keys, ARRAY_SIZE(keys), key, val);
-
-	if (k < 0)
-		return -1;
-	if (!*val && k != 8) {
-		error_report("%s: %s needs a value (%s=...)", w, key, key);
-		return -1;
-	}
-	/* node-name= is qemu-storage-daemon's spelling of drive=. */
-	if (once(w, key, seen, k == 2 ? 1 : (unsigned)k))
-		return -1;
-	switch (k) {
-	case 0:
-		return parse_id(w, key, val, &dc->export_id);
-	case 1:
-	case 2:
-		return parse_string(w, key, val, &dc->drive_id);
-	case 3:
-		return parse_string(w, key, val, &dc->socket_path);
-	case 4:
-		if (strcmp(val, "unix")) {
-			error_report("%s: addr.type=%s: brisk serves Unix sockets only", w, val);
-			return -1;
-		}
-		return 0;
-	case 5:
-		return parse_queue_count(w, key, val, &dc->num_queues);
-	case 6:
-		return parse_queue_size(w, key, val, &dc->queue_size);
-	case 7:
-		return parse_bool(w, key, val, &dc->writable);
-	case 8:
-		return parse_serial(w, val, dc);
-	case 9:
-		return parse_unsigned(w, key, val, VBLK_MAX_POLL_US, &dc->poll_us);
-	default:
-		return parse_queue_count(w, key, val, &dc->iothreads);
-	}
 }
 
 int blk_cmdline_export(struct blk_cmdline *c, const char *arg)
@@ -608,14 +296,8 @@ int blk_cmdline_export(struct blk_cmdline *c, const char *arg)
 	device_defaults(&dc);
 	dc.packed = true;
 	dc.num_queues = VBLK_EXPORT_QUEUES;
-	if (parse_named(c, "-export", "type", "vhost-user-blk", NULL, arg,
-			export_key, &dc) < 0)
+	if (blk_parse_named(c, "type", "vhost-user-blk", NULL, arg, &blk_export_spec, &dc))
 		goto fail;
-	if (!dc.export_id || !dc.drive_id || !dc.socket_path) {
-		error_report("-export vhost-user-blk: %s= is missing",
-			     !dc.export_id ? "id" : !dc.drive_id ? "drive" : "addr.path");
-		goto fail;
-	}
 	if (dc.iothreads > dc.num_queues) {
 		error_report("-export vhost-user-blk: iothreads=%u exceeds num-queues=%u",
 			     dc.iothreads, dc.num_queues);
@@ -638,9 +320,7 @@ int blk_cmdline_export(struct blk_cmdline *c, const char *arg)
 		goto fail;
 	return 0;
 fail:
-	free(dc.drive_id);
-	free(dc.export_id);
-	free(dc.socket_path);
+	device_cfg_clear(&dc);
 	return -1;
 }
 
@@ -697,13 +377,17 @@ void blk_cmdline_free(struct blk_cmdline *c)
 		return;
 	for (unsigned i = 0; i < c->nr_drives; i++)
 		drive_cfg_clear(&c->drives[i]);
-	for (unsigned i = 0; i < c->nr_devs; i++) {
-		free(c->devs[i].drive_id);
-		free(c->devs[i].export_id);
-		free(c->devs[i].socket_path);
-	}
+	for (unsigned i = 0; i < c->nr_devs; i++)
+		device_cfg_clear(&c->devs[i]);
 	vublk_cmdline_free(c);
 	free(c->drives);
 	free(c->devs);
 	free(c);
 }
+
+const struct device_family virtio_blk_pci_family = {
+	.name = "virtio-blk-pci",
+	.help = "a disk served by brisk: drive=ID names its -drive",
+	.spec = &device_spec,
+	.kind = DEVICE_BLOCK,
+};

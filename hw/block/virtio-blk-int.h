@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "block/block.h"
+#include "util/opts.h"
 
 #define VBLK_SERIAL_LEN 20		/* GET_ID answer, not NUL-terminated */
 #define VBLK_MAX_QUEUES 64
@@ -30,7 +31,7 @@ struct blk_drive_cfg {
 	char *file;
 	bool readonly;
 	bool snapshot;		/* writes to a private copy (block/file.c) */
-	bool if_virtio;		/* short form: makes its own device */
+	int if_virtio;		/* if=virtio (1): makes its own device; if=none (0) */
 	enum blk_aio aio;
 	enum blk_cache cache;
 	bool used;		/* some device names it */
@@ -96,42 +97,18 @@ struct blk_cmdline {
 	bool finished;
 };
 
-/* hw/block/virtio-blk-cmdline.c: the option syntax, shared by the parsers. */
-int parse_bool(const char *what, const char *key, const char *val, bool *out);
-/* Plain decimal only: no sign, no spaces, no suffix; into an unsigned. */
-int parse_unsigned(const char *what, const char *key, const char *val,
-		   unsigned long max, unsigned *out);
-/* A count of queues or of threads serving them: 1 to VBLK_MAX_QUEUES. */
-int parse_queue_count(const char *what, const char *key, const char *val,
-		      unsigned *out);
-/* A ring size: a power of two from 2 to VBLK_MAX_QUEUE_SIZE. */
-int parse_queue_size(const char *what, const char *key, const char *val,
-		     unsigned *out);
-/* An id by QEMU's rule (a letter, then letters, digits, '-', '.', '_'), copied. */
-int parse_id(const char *what, const char *key, const char *val, char **out);
-/* A value that may not be empty, copied. */
-int parse_string(const char *what, const char *key, const char *val, char **out);
-/*
- * Which of keys[] key is; -1 after one error line when it is none of them
- * or comes without a value.
- */
-int key_index(const char *what, const char *const *keys, unsigned n,
-	      const char *key, const char *val);
-/* Rejects a key seen twice; bit is the key's index in its table. */
-int once(const char *what, const char *key, unsigned *seen, unsigned bit);
+/* hw/block/virtio-blk-cmdline.c */
 /* arr with room for one more zeroed element at nr; NULL (reported) if none. */
 void *grow(void *arr, unsigned nr, size_t elem);
-/* One KEY=VALUE of an option into cfg; -1 after one error line. */
-typedef int (*blk_key_fn)(void *cfg, const char *key, const char *val, unsigned *seen);
 /*
  * "NAME,KEY=VALUE,..." or QEMU's spelled-out "FORM=NAME,...", e.g.
  * driver=virtio-blk-pci for -device, type=vhost-user-blk for -export:
- * checks that the first token names `name` (else says brisk's `what`
- * knows only `known`, or `name` when NULL), then hands each pair to fn.
+ * checks that the first item names `name` (else says brisk's option
+ * knows only `known`, or `name` when NULL), then parses the rest by spec.
  */
-int parse_named(struct blk_cmdline *c, const char *what, const char *form,
-		const char *name, const char *known, const char *arg, blk_key_fn fn,
-		void *cfg);
+int blk_parse_named(struct blk_cmdline *c, const char *form, const char *name,
+		    const char *known, const char *arg, const struct opt_spec *spec,
+		    void *cfg);
 
 /* hw/block/vhost-user-blk.c */
 /* "-device vhost-user-blk-pci,..." */

@@ -145,6 +145,15 @@ static void test_good(void)
 		CHECK(strlen(c->devs[2].serial) == 20);
 		blk_cmdline_free(c);
 	}
+
+	/* As QEMU's integer properties, 0x-prefixed hex is a number too. */
+	c = NULL;
+	CHECK(run(L("file=z.img,if=none,id=z"),
+		  L("virtio-blk-pci,drive=z,queue-size=0x80"), &c) == 0);
+	if (c) {
+		CHECK(c->devs[0].queue_size == 128);
+		blk_cmdline_free(c);
+	}
 }
 
 static void test_bad(void)
@@ -183,7 +192,7 @@ static void test_bad(void)
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=2048"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=1"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=0"));
-	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=0x100"));
+	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,queue-size=0x100x"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,num-queues=0"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,num-queues=65"));
 	BAD(L("file=a,if=none,id=d"), L("virtio-blk-pci,drive=d,num-queues=-1"));

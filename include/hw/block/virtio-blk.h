@@ -4,7 +4,9 @@
 
 #include <stdbool.h>
 
+struct device_family;
 struct machine;
+struct opt_spec;
 
 /*
  * The command-line face of virtio-blk.  The CLI hands every -drive
@@ -44,5 +46,11 @@ int blk_devices_create(struct blk_cmdline *c, struct machine *m);
 /* Stops I/O threads and flushes and closes the drives. */
 void blk_devices_destroy(struct blk_cmdline *c);
 void blk_cmdline_free(struct blk_cmdline *c);
+
+/* -device virtio-blk-pci and vhost-user-blk-pci, for the device table. */
+extern const struct device_family virtio_blk_pci_family;
+extern const struct device_family vhost_user_blk_pci_family;
+/* What -drive, -export vhost-user-blk and -chardev socket take, for "help". */
+extern const struct opt_spec blk_drive_spec, blk_export_spec, blk_chardev_spec;
 
 #endif

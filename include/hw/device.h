@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef BRISK_HW_DEVICE_H
+#define BRISK_HW_DEVICE_H
+
+/*
+ * What the command line's -device can name.  Each device file defines one
+ * device_family; hw/devices.c lists them all in one table, which the
+ * option parser, "-device help" and board creation read.  Nothing
+ * registers itself: the table is the only list.
+ */
+#include <stddef.h>
+
+#include "util/opts.h"
+
+struct machine;
+
+enum device_kind {
+	/* Made by hw/main.c, once the board's own devices and PCI bus are. */
+	DEVICE_PLUGGED,
+	/* Part of the board: parsed into board_cfg at board_offset. */
+	DEVICE_BOARD,
+	/* A disk: parsed with the -drive/-chardev it names, by hw/block. */
+	DEVICE_BLOCK,
+};
+
+struct device_family {
+	const char *name;		/* "virtio-rng-pci" */
+	const char *help;		/* one line for "-device help" */
+	const struct opt_spec *spec;	/* its properties */
+	enum device_kind kind;
+	size_t board_offset;		/* DEVICE_BOARD: its config in board_cfg */
+	size_t cfg_size;		/* the config struct spec fills */
+	const void *defaults;		/* cfg's value before parsing */
+	/* Checks across properties after parsing; -1 after one line. */
+	int (*check)(void *cfg);
+	/* DEVICE_PLUGGED: plugs one into m's board; NULL after one line. */
+	void *(*create)(struct machine *m, const void *cfg);
+	/* Undoes create, after the vCPUs have stopped. */
+	void (*destroy)(void *dev);
+};
+
+/* hw/devices.c: the table of every family. */
+/* The family named by the len bytes at name; NULL if none. */
+const struct device_family *device_find(const char *name, size_t len);
+/* "-device help": every family with its line. */
+void device_print_list(FILE *f);
+
+/* -device NAME,... arguments of DEVICE_PLUGGED families, made in order. */
+struct device_set;
+struct device_set *device_set_new(void);
+/* Parses arg (what follows NAME) into a new member; -1 after one line. */
+int device_set_add(struct device_set *s, const struct device_family *f,
+		   const char *arg);
+/* Creates every member on m; -1 after one line (destroy undoes it). */
+int device_set_create(struct device_set *s, struct machine *m);
+void device_set_free(struct device_set *s);
+
+#endif
