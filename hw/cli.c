@@ -7,130 +7,72 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/block/virtio-blk.h"
 #include "hw/cli.h"
+#include "hw/device.h"
 #include "util/log.h"
+#include "util/opts.h"
 
-int cli_parse_size(const char *s, uint64_t *out)
+/*
+ * -m [size=]SIZE: a bare number is MiB, as QEMU's.  QEMU's slots= and
+ * maxmem= (memory hotplug) have no meaning on brisk's boards.
+ */
+static const struct opt_prop mem_props[] = {
+	{ "size", OPT_SIZE, OPT_AT(struct cli_opts, board.ram_size, uint64_t),
+	  .min = CLI_MIN_RAM, .max = CLI_MAX_RAM, .scale = 1 << 20, .def = "512M",
+	  .help = "guest RAM, a whole number of MiB" },
+	{ NULL },
+};
+static const struct opt_spec mem_spec = { "-m", "size", mem_props };
+
+/* An option list, or its "help". */
+static int parse_list(const struct opt_spec *spec, const char *arg, struct cli_opts *o)
 {
-	char *end;
-	uint64_t shift = 20;
+	int r = opts_parse(spec, arg, o);
 
-	if (!isdigit((unsigned char)s[0]))
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-
-	if (errno)
-		return -1;
-	switch (toupper((unsigned char)*end)) {
-	case '\0': break;
-	case 'B': shift = 0; break;
-	case 'K': shift = 10; break;
-	case 'M': shift = 20; break;
-	case 'G': shift = 30; break;
-	case 'T': shift = 40; break;
-	default: return -1;
+	if (r == OPTS_HELP) {
+		o->action = CLI_OPT_HELP;
+		o->help = spec;
+		return 0;
 	}
-	if (*end && end[1])
-		return -1;
-	if (v > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-/* A decimal or 0x-prefixed number no larger than max. */
-static int parse_uint(const char *s, unsigned long max, unsigned long *out)
-{
-	char *end;
-
-	if (!isdigit((unsigned char)s[0]))
-		return -1;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 0);
-
-	if (errno || *end || v > max)
-		return -1;
-	*out = v;
-	return 0;
+	return r;
 }
 
 static int parse_mem(const char *arg, struct cli_opts *o)
 {
-	const char *s = strncmp(arg, "size=", 5) ? arg : arg + 5;
-
-	if (cli_parse_size(s, &o->ram_size)) {
-		error_report("-m: invalid memory size '%s'", arg);
+	if (parse_list(&mem_spec, arg, o))
 		return -1;
-	}
-	if (o->ram_size < CLI_MIN_RAM || o->ram_size > CLI_MAX_RAM) {
-		error_report("-m: memory size '%s' out of range (64M to 1T)", arg);
-		return -1;
-	}
-	if (o->ram_size & 0xfffff) {
+	if (o->board.ram_size & 0xfffff) {
 		error_report("-m: memory size '%s' is not a whole number of MiB", arg);
 		return -1;
 	}
 	return 0;
 }
 
-static int parse_smp(const char *arg, struct cli_opts *o)
+static const struct opt_prop smp_props[] = {
+	{ "cpus", OPT_UINT, OPT_AT(struct cli_opts, board.ncpus, unsigned), .min = 1,
+	  .max = CLI_MAX_CPUS, .def = "1", .help = "vCPUs" },
+	{ NULL },
+};
+static const struct opt_spec smp_spec = { "-smp", "cpus", smp_props };
+
+static const struct opt_prop timeout_props[] = {
+	{ "seconds", OPT_UINT, OPT_AT(struct cli_opts, timeout_s, unsigned), .min = 1,
+	  .help = "stop the guest after this long, exit 124" },
+	{ NULL },
+};
+static const struct opt_spec timeout_spec = { "-timeout", "seconds", timeout_props };
+
+static int add_blk(struct cli_opts *o, enum cli_blk_kind kind, const char *arg,
+		   const struct opt_spec *spec)
 {
-	const char *s = strncmp(arg, "cpus=", 5) ? arg : arg + 5;
-	unsigned long n;
-
-	if (parse_uint(s, ULONG_MAX, &n) || n == 0 || n > CLI_MAX_CPUS) {
-		error_report("-smp: invalid CPU count '%s' (1 to %d)", arg,
-			     CLI_MAX_CPUS);
-		return -1;
+	if (opts_wants_help(arg)) {
+		o->action = CLI_OPT_HELP;
+		o->help = spec;
+		return 0;
 	}
-	o->ncpus = n;
-	return 0;
-}
-
-static int parse_debug_exit(const char *props, struct cli_opts *o)
-{
-	unsigned long base = 0x501, size = 2;
-
-	while (props && *props) {
-		const char *next = strchr(props, ',');
-		size_t len = next ? (size_t)(next - props) : strlen(props);
-		char kv[64];
-
-		if (len >= sizeof(kv))
-			goto bad;
-		memcpy(kv, props, len);
-		kv[len] = '\0';
-		if (!strncmp(kv, "iobase=", 7)) {
-			if (parse_uint(kv + 7, 0xffff, &base))
-				goto bad;
-		} else if (!strncmp(kv, "iosize=", 7)) {
-			if (parse_uint(kv + 7, 4, &size) || size == 0 || size == 3)
-				goto bad;
-		} else {
-			goto bad;
-		}
-		props = next ? next + 1 : NULL;
-	}
-	if (base + size > 0x10000) {
-		error_report("-device isa-debug-exit: ports 0x%lx+%lu beyond 0xffff",
-			     base, size);
-		return -1;
-	}
-	o->debug_exit = true;
-	o->debug_exit_iobase = base;
-	o->debug_exit_iosize = size;
-	return 0;
-bad:
-	error_report("-device isa-debug-exit: bad property in '%s' "
-		     "(iobase=N, iosize=1|2|4)", props);
-	return -1;
-}
-
-static int add_blk(struct cli_opts *o, enum cli_blk_kind kind, const char *arg)
-{
 	if (o->nr_blk == CLI_MAX_BLK_ARGS) {
-		error_report("too many -drive/-device options (at most %d)",
+		error_report("too many -drive/-export/-chardev options (at most %d)",
 			     CLI_MAX_BLK_ARGS);
 		return -1;
 	}
@@ -139,23 +81,47 @@ static int add_blk(struct cli_opts *o, enum cli_blk_kind kind, const char *arg)
 	return 0;
 }
 
+/*
+ * -device NAME,...: the device table decides.  A board device is parsed
+ * into board_cfg now; the others are parsed where they are made (disks
+ * with their drives), in command-line order.
+ */
 static int parse_device(const char *arg, struct cli_opts *o)
 {
-	size_t len = strcspn(arg, ",");
-	const char *props = arg[len] ? arg + len + 1 : NULL;
+	const char *rest;
+	size_t len;
+	const char *name = opts_head(arg, "driver", &len, &rest);
+	const struct device_family *f = device_find(name, len);
 
-	if (len == strlen("isa-debug-exit") && !strncmp(arg, "isa-debug-exit", len))
-		return parse_debug_exit(props, o);
-	/* Every brisk board has its pvpanic; QEMU's CI lines ask for it. */
-	if (!strcmp(arg, "pvpanic"))
+	if (!strcmp(arg, "help")) {
+		o->action = CLI_DEVICE_LIST;
 		return 0;
-	if ((len == strlen("virtio-blk-pci") && !strncmp(arg, "virtio-blk-pci", len)) ||
-	    (len == strlen("vhost-user-blk-pci") && !strncmp(arg, "vhost-user-blk-pci", len)))
-		return add_blk(o, CLI_BLK_DEVICE, arg);
-	error_report("-device: unknown device '%.*s' (supported: "
-		     "virtio-blk-pci, vhost-user-blk-pci, isa-debug-exit, pvpanic)",
-		     (int)len, arg);
-	return -1;
+	}
+	if (!f) {
+		error_report("-device: unknown device '%.*s' (brisk -device help "
+			     "lists them)", (int)len, name);
+		return -1;
+	}
+	if (opts_wants_help(rest)) {
+		o->action = CLI_OPT_HELP;
+		o->help = f->spec;
+		return 0;
+	}
+	if (f->kind == DEVICE_BLOCK)
+		return add_blk(o, CLI_BLK_DEVICE, arg, f->spec);
+	if (f->kind == DEVICE_BOARD) {
+		void *cfg = (char *)&o->board + f->board_offset;
+
+		if (f->cfg_size)
+			memcpy(cfg, f->defaults, f->cfg_size);
+		return opts_parse(f->spec, rest, cfg) || (f->check && f->check(cfg)) ? -1 : 0;
+	}
+	if (o->nr_devices == CLI_MAX_DEVICES) {
+		error_report("too many -device options (at most %d)", CLI_MAX_DEVICES);
+		return -1;
+	}
+	o->devices[o->nr_devices++] = (struct cli_device){ f, rest };
+	return 0;
 }
 
 static int parse_serial(const char *arg, struct cli_opts *o)
@@ -169,15 +135,9 @@ static int parse_serial(const char *arg, struct cli_opts *o)
 			     "(stdio, mon:stdio, file:PATH or none)", arg);
 		return -1;
 	}
-	o->serial = arg;
+	o->board.serial = arg;
 	o->serial_given = true;
 	return 0;
-}
-
-/* Whether the n bytes at p, one item of a comma list, are exactly s. */
-static bool item_is(const char *p, size_t n, const char *s)
-{
-	return strlen(s) == n && !strncmp(p, s, n);
 }
 
 /*
@@ -225,157 +185,89 @@ static int parse_fixed(const char *opt, const char *arg)
 }
 
 /*
- * -action panic=exit-failure|shutdown|none, reboot=shutdown,
- * shutdown=poweroff: what brisk does anyway, or what pvpanic can do.
- * pause and reset would need a monitor or a rebooting board.
+ * -action: what brisk does anyway (a reboot or shutdown ends it), or what
+ * pvpanic can do.  pause and reset would need a monitor or a rebooting board.
  */
-static int parse_action(const char *arg, struct cli_opts *o)
-{
-	static const struct {
-		const char *item;
-		int panic;		/* -1: accepted, changes nothing */
-	} actions[] = {
-		{ "panic=exit-failure", PANIC_EXIT_FAILURE },
-		{ "panic=shutdown", PANIC_SHUTDOWN },
-		{ "panic=none", PANIC_NONE },
-		{ "reboot=shutdown", -1 },
-		{ "shutdown=poweroff", -1 },
-	};
-
-	while (*arg) {
-		size_t n = strcspn(arg, ",");
-		unsigned i;
-
-		for (i = 0; i < ARRAY_SIZE(actions); i++)
-			if (item_is(arg, n, actions[i].item))
-				break;
-		if (i == ARRAY_SIZE(actions)) {
-			error_report("-action: unsupported '%.*s' (panic=exit-failure|"
-				     "shutdown|none, reboot=shutdown, shutdown=poweroff)",
-				     (int)n, arg);
-			return -1;
-		}
-		if (actions[i].panic >= 0)
-			o->panic = (enum machine_panic)actions[i].panic;
-		arg += n + (arg[n] == ',');
-	}
-	return 0;
-}
+static const struct opt_prop action_props[] = {
+	{ "panic", OPT_ENUM, OPT_AT(struct cli_opts, panic, int),
+	  .names = (const char *const[]){ "exit-failure", "shutdown", "none", NULL },
+	  .vals = (const int[]){ PANIC_EXIT_FAILURE, PANIC_SHUTDOWN, PANIC_NONE },
+	  .def = "exit-failure", .help = "pvpanic: exit 2, exit 0, or nothing" },
+	{ "reboot", OPT_ENUM, 0, OPT_NOSTORE, .names = (const char *const[]){ "shutdown", NULL },
+	  .why = "a guest reboot always ends brisk", .help = "always so" },
+	{ "shutdown", OPT_ENUM, 0, OPT_NOSTORE,
+	  .names = (const char *const[]){ "poweroff", NULL },
+	  .why = "a guest shutdown always ends brisk", .help = "always so" },
+	{ NULL },
+};
+static const struct opt_spec action_spec = { "-action", NULL, action_props };
 
 /* -rtc base=utc|localtime[,clock=host]: the RTC follows the host's clock. */
-static int parse_rtc(const char *arg, struct cli_opts *o)
-{
-	while (*arg) {
-		size_t n = strcspn(arg, ",");
-
-		if (item_is(arg, n, "base=utc"))
-			o->rtc_localtime = false;
-		else if (item_is(arg, n, "base=localtime"))
-			o->rtc_localtime = true;
-		else if (!item_is(arg, n, "clock=host")) {
-			error_report("-rtc: unsupported '%.*s' (base=utc|localtime, "
-				     "clock=host)", (int)n, arg);
-			return -1;
-		}
-		arg += n + (arg[n] == ',');
-	}
-	return 0;
-}
+static const struct opt_prop rtc_props[] = {
+	{ "base", OPT_ENUM, OPT_AT(struct cli_opts, board.rtc_base, int),
+	  .names = (const char *const[]){ "utc", "localtime", NULL },
+	  .def = "utc", .help = "the time zone the RTC keeps" },
+	{ "clock", OPT_ENUM, 0, OPT_NOSTORE, .names = (const char *const[]){ "host", NULL },
+	  .why = "the RTC follows the host's clock", .help = "always so" },
+	{ NULL },
+};
+static const struct opt_spec rtc_spec = { "-rtc", NULL, rtc_props };
 
 /*
  * -accel kvm[,check=on|off]: KVM is brisk's only accelerator.  check=off
  * boots even where kvm_check() finds /dev/kvm unable to run the guest at
  * speed (a PVM-enabled kernel on kvm_pvm does run).
  */
-static int parse_accel(const char *arg, struct cli_opts *o)
-{
-	size_t len = strcspn(arg, ",");
-	const char *props = arg[len] ? arg + len + 1 : "";
-
-	if (!strcmp(arg, "help")) {
-		o->action = CLI_ACCEL_HELP;
-		return 0;
-	}
-	if (len != 3 || strncmp(arg, "kvm", 3)) {
-		error_report("-accel: unsupported accelerator '%.*s' (brisk has "
-			     "only kvm)", (int)len, arg);
-		return -1;
-	}
-	while (*props) {
-		size_t n = strcspn(props, ",");
-
-		if (n == 8 && !strncmp(props, "check=on", n))
-			o->kvm_check = true;
-		else if (n == 9 && !strncmp(props, "check=off", n))
-			o->kvm_check = false;
-		else {
-			error_report("-accel kvm: unsupported property '%.*s' "
-				     "(check=on|off)", (int)n, props);
-			return -1;
-		}
-		props += n + (props[n] == ',');
-	}
-	return 0;
-}
+static const struct opt_prop accel_props[] = {
+	{ "accel", OPT_ENUM, 0, OPT_NOSTORE | OPT_REQUIRED,
+	  .names = (const char *const[]){ "kvm", NULL }, .why = "brisk has only kvm",
+	  .help = "the accelerator" },
+	{ "check", OPT_BOOL, OPT_AT(struct cli_opts, kvm_check, bool), .def = "on",
+	  .help = "refuse a /dev/kvm that cannot run guests (see --check-kvm)" },
+	{ NULL },
+};
+static const struct opt_spec accel_spec = { "-accel", "accel", accel_props };
 
 /*
- * -machine [TYPE][,dumpdtb=FILE]: brisk has one board per architecture,
- * so TYPE is only checked against QEMU's names for it.
+ * -machine [TYPE][,accel=kvm][,dumpdtb=FILE]: brisk has one board per
+ * architecture, so TYPE is only checked against QEMU's names for it.
  */
+static const struct opt_prop machine_props[] = {
+	{ "type", OPT_ENUM, 0, OPT_NOSTORE,
+	  .names = (const char *const[]){ "pc", "q35", "virt", "microvm", NULL },
+	  .why = "not a name of brisk's one board", .help = "the board" },
+	/* accel=kvm, or a list of fallbacks that tries KVM first. */
+	{ "accel", OPT_STRBUF, OPT_AT(struct cli_opts, machine_accel, char[64]),
+	  .max = 63, .def = "kvm", .help = "kvm, or kvm:FALLBACK..." },
+	{ "dumpdtb", OPT_STRBUF, OPT_AT(struct cli_opts, dumpdtb_path, char[4096]),
+	  .max = 4095, .help = "write the guest's device tree to FILE and exit (arm64)" },
+	{ NULL },
+};
+static const struct opt_spec machine_spec = { "-machine", "type", machine_props };
+
 static int parse_machine(const char *arg, struct cli_opts *o)
 {
-	static const char *const types[] = { "pc", "q35", "virt", "microvm" };
-
-	while (*arg) {
-		size_t n = strcspn(arg, ",");
-		bool known = false;
-
-		/* accel=kvm, or a list of fallbacks that tries KVM first. */
-		if (item_is(arg, n, "accel=kvm") ||
-		    (n > 10 && !strncmp(arg, "accel=kvm:", 10)))
-			known = true;
-		if (n > 8 && !strncmp(arg, "dumpdtb=", 8)) {
-			if (n - 8 >= sizeof(o->dumpdtb_path)) {
-				error_report("-machine: dumpdtb path too long");
-				return -1;
-			}
-			memcpy(o->dumpdtb_path, arg + 8, n - 8);
-			o->dumpdtb_path[n - 8] = '\0';
-			o->dumpdtb = o->dumpdtb_path;
-			known = true;
-		}
-		for (unsigned i = 0; i < ARRAY_SIZE(types); i++)
-			if (strlen(types[i]) == n && !strncmp(arg, types[i], n))
-				known = true;
-		if (!known) {
-			error_report("-machine: unsupported '%.*s' (the machine "
-				     "type, accel=kvm, dumpdtb=FILE)", (int)n, arg);
-			return -1;
-		}
-		arg += n + (arg[n] == ',');
-	}
-	return 0;
-}
-
-static int parse_timeout(const char *arg, struct cli_opts *o)
-{
-	unsigned long t;
-
-	if (parse_uint(arg, UINT_MAX, &t) || t == 0) {
-		error_report("-timeout: invalid number of seconds '%s'", arg);
+	if (parse_list(&machine_spec, arg, o))
+		return -1;
+	if (o->machine_accel[0] && strcmp(o->machine_accel, "kvm") &&
+	    strncmp(o->machine_accel, "kvm:", 4)) {
+		error_report("-machine: accel=%s: brisk has only kvm (accel=kvm)",
+			     o->machine_accel);
 		return -1;
 	}
-	o->timeout_s = t;
+	if (o->dumpdtb_path[0])
+		o->dumpdtb = o->dumpdtb_path;
 	return 0;
 }
 
 /* With -export, brisk runs no guest: what only a guest uses is refused. */
 static int cli_check_daemon(const struct cli_opts *o)
 {
-	const char *what = o->kernel ? "-kernel" : o->initrd ? "-initrd" :
-			   o->append ? "-append" : o->dtb ? "-dtb" :
+	const struct board_cfg *b = &o->board;
+	const char *what = b->kernel ? "-kernel" : b->initrd ? "-initrd" :
+			   b->append ? "-append" : b->dtb ? "-dtb" :
 			   o->dumpdtb ? "-machine dumpdtb" :
-			   o->debug_exit ? "-device isa-debug-exit" : NULL;
+			   b->debug_exit.present ? "-device isa-debug-exit" : NULL;
 	const char *dev = "";
 
 	for (unsigned i = 0; !what && i < o->nr_blk; i++) {
@@ -383,8 +275,12 @@ static int cli_check_daemon(const struct cli_opts *o)
 			what = "-chardev";
 		if (o->blk[i].kind == CLI_BLK_DEVICE) {
 			what = "-device";
-			dev = o->blk[i].arg;	/* named by its first token */
+			dev = o->blk[i].arg;	/* named by its first item */
 		}
+	}
+	if (!what && o->nr_devices) {
+		what = "-device";
+		dev = o->devices[0].family->name;
 	}
 	if (what) {
 		error_report("%s%s%.*s needs a guest; with -export brisk runs none and "
@@ -437,30 +333,35 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *name,
 {
 	switch (id) {
 	case OPT_FIXED: return parse_fixed(name, arg);
-	case OPT_ACTION: return parse_action(arg, o);
-	case OPT_RTC: return parse_rtc(arg, o);
+	case OPT_ACTION: return parse_list(&action_spec, arg, o);
+	case OPT_RTC: return parse_list(&rtc_spec, arg, o);
 	case OPT_SNAPSHOT: o->snapshot = true; return 0;
 	case OPT_NODEFAULTS: o->nodefaults = true; return 0;
 	case OPT_NOOP: return 0;
-	case OPT_KERNEL: o->kernel = arg; return 0;
-	case OPT_INITRD: o->initrd = arg; return 0;
-	case OPT_DTB: o->dtb = arg; return 0;
+	case OPT_KERNEL: o->board.kernel = arg; return 0;
+	case OPT_INITRD: o->board.initrd = arg; return 0;
+	case OPT_DTB: o->board.dtb = arg; return 0;
 	case OPT_MACHINE: return parse_machine(arg, o);
-	case OPT_APPEND: o->append = arg; return 0;
+	case OPT_APPEND: o->board.append = arg; return 0;
 	case OPT_NAME: o->name = arg; return 0;
 	case OPT_M: return parse_mem(arg, o);
-	case OPT_SMP: return parse_smp(arg, o);
+	case OPT_SMP: return parse_list(&smp_spec, arg, o);
 	case OPT_SERIAL: return parse_serial(arg, o);
 	case OPT_DEVICE: return parse_device(arg, o);
-	case OPT_DRIVE: return add_blk(o, CLI_BLK_DRIVE, arg);
-	case OPT_EXPORT: return add_blk(o, CLI_BLK_EXPORT, arg);
-	case OPT_CHARDEV: return add_blk(o, CLI_BLK_CHARDEV, arg);
-	case OPT_TIMEOUT: return parse_timeout(arg, o);
+	case OPT_DRIVE: return add_blk(o, CLI_BLK_DRIVE, arg, &blk_drive_spec);
+	case OPT_EXPORT: return add_blk(o, CLI_BLK_EXPORT, arg, &blk_export_spec);
+	case OPT_CHARDEV: return add_blk(o, CLI_BLK_CHARDEV, arg, &blk_chardev_spec);
+	case OPT_TIMEOUT: return parse_list(&timeout_spec, arg, o);
 	case OPT_NOGRAPHIC: return 0;	/* brisk has no display anyway */
 	case OPT_NOREBOOT: return 0;	/* a guest reboot always ends brisk */
 	case OPT_HELP: o->action = CLI_HELP; return 0;
 	case OPT_VERSION: o->action = CLI_VERSION; return 0;
-	case OPT_ACCEL: return parse_accel(arg, o);
+	case OPT_ACCEL:
+		if (!strcmp(arg, "help")) {
+			o->action = CLI_ACCEL_HELP;
+			return 0;
+		}
+		return parse_list(&accel_spec, arg, o);
 	case OPT_CHECK_KVM: o->action = CLI_CHECK_KVM; return 0;
 	}
 	return -1;
@@ -469,8 +370,8 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *name,
 int cli_parse(int argc, char **argv, struct cli_opts *o)
 {
 	*o = (struct cli_opts){
-		.action = CLI_RUN, .serial = "stdio",
-		.ram_size = CLI_DEFAULT_RAM, .ncpus = 1, .kvm_check = true,
+		.action = CLI_RUN, .kvm_check = true,
+		.board = { .serial = "stdio", .ram_size = CLI_DEFAULT_RAM, .ncpus = 1 },
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -506,10 +407,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	}
 	/* As QEMU: -nodefaults leaves no serial port that -serial did not ask for. */
 	if (o->nodefaults && !o->serial_given)
-		o->serial = "none";
+		o->board.serial = "none";
 	if (o->nr_exports)
 		return cli_check_daemon(o);
-	if (!o->kernel && !o->dumpdtb) {
+	if (!o->board.kernel && !o->dumpdtb) {
 		error_report("no kernel given: use -kernel bzImage (see --help)");
 		return -1;
 	}

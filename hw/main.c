@@ -18,6 +18,7 @@
 #include "hw/board.h"
 #include "hw/brisk-version.h"
 #include "hw/cli.h"
+#include "hw/device.h"
 #include "hw/machine.h"
 #include "hw/pci/pci.h"
 #include "util/clock.h"
@@ -29,6 +30,7 @@ struct brisk {
 	struct cli_opts opts;
 	struct blk_cmdline *blk;
 	bool blk_created;
+	struct device_set *devices;	/* the -device of no disk or board */
 	const struct board_ops *ops;
 	struct board *board;
 	struct machine m;
@@ -60,6 +62,21 @@ static int blk_parse(struct brisk *b)
 	if (o->snapshot)
 		blk_cmdline_snapshot(b->blk);
 	return blk_cmdline_finish(b->blk) || blk_drives_check(b->blk);
+}
+
+static int devices_parse(struct brisk *b)
+{
+	const struct cli_opts *o = &b->opts;
+
+	b->devices = device_set_new();
+	if (!b->devices) {
+		error_report("out of memory");
+		return -1;
+	}
+	for (unsigned i = 0; i < o->nr_devices; i++)
+		if (device_set_add(b->devices, o->devices[i].family, o->devices[i].props))
+			return -1;
+	return 0;
 }
 
 /*
@@ -222,18 +239,18 @@ static int run(struct brisk *b)
 	if (o->nr_exports)
 		return run_daemon(b);
 	/* Everything the command line names is checked before /dev/kvm. */
-	if (blk_parse(b))
+	if (blk_parse(b) || devices_parse(b))
 		return BRISK_EXIT_FAILURE;
 	if (o->dumpdtb && !b->ops->dump_fdt) {
 		error_report("-machine dumpdtb: the %s board is described by ACPI, "
 			     "not a device tree", b->ops->name);
 		return BRISK_EXIT_FAILURE;
 	}
-	b->board = b->ops->open(o);
+	b->board = b->ops->open(&o->board);
 	if (!b->board)
 		return BRISK_EXIT_FAILURE;
 	if (o->dumpdtb) {
-		return b->ops->dump_fdt(b->board, o->ncpus, o->dumpdtb) ?
+		return b->ops->dump_fdt(b->board, o->board.ncpus, o->dumpdtb) ?
 		       BRISK_EXIT_FAILURE : BRISK_EXIT_OK;
 	}
 	if (block_signals(b))
@@ -246,16 +263,16 @@ static int run(struct brisk *b)
 		error_report("cannot make the main event loop");
 		return BRISK_EXIT_FAILURE;
 	}
-	m->ncpus = o->ncpus;
+	m->ncpus = o->board.ncpus;
 	if (o->kvm_check && kvm_refuse_unusable(b->ops))
 		return BRISK_EXIT_FAILURE;
 	m->panic = o->panic;
 	b->vm = kvm_vm_new(m, b->ops->ram_end(b->board));
 	if (!b->vm)
 		return BRISK_EXIT_FAILURE;
-	if (o->ncpus > kvm_max_vcpus(b->vm)) {
+	if (o->board.ncpus > kvm_max_vcpus(b->vm)) {
 		error_report("-smp %u: this host's KVM allows at most %u vCPUs",
-			     o->ncpus, kvm_max_vcpus(b->vm));
+			     o->board.ncpus, kvm_max_vcpus(b->vm));
 		return BRISK_EXIT_FAILURE;
 	}
 	/* A vhost-user back-end maps guest RAM: it must be in memfds. */
@@ -263,7 +280,7 @@ static int run(struct brisk *b)
 	if (b->ops->init(b->board, m, b->vm) || b->ops->devices(b->board, m))
 		return BRISK_EXIT_FAILURE;
 	b->blk_created = true;
-	if (blk_devices_create(b->blk, m))
+	if (blk_devices_create(b->blk, m) || device_set_create(b->devices, m))
 		return BRISK_EXIT_FAILURE;
 	if (b->ops->load(b->board, m, &entry) || kvm_vcpus_create(b->vm, &entry) ||
 	    kvm_vcpus_start(b->vm))
@@ -287,6 +304,7 @@ static int teardown(struct brisk *b, int status)
 		if (status == BRISK_EXIT_OK)
 			status = vm_status;
 	}
+	device_set_free(b->devices);
 	if (b->blk_created)
 		blk_devices_destroy(b->blk);
 	if (b->m.pci)
@@ -321,8 +339,14 @@ int main(int argc, char **argv)
 		free(b);
 		return BRISK_EXIT_FAILURE;
 	}
-	if (b->opts.action == CLI_HELP) {
-		cli_print_help();
+	if (b->opts.action == CLI_HELP || b->opts.action == CLI_DEVICE_LIST ||
+	    b->opts.action == CLI_OPT_HELP) {
+		if (b->opts.action == CLI_HELP)
+			cli_print_help();
+		else if (b->opts.action == CLI_DEVICE_LIST)
+			device_print_list(stdout);
+		else
+			opts_print_help(stdout, b->opts.help);
 		free(b);
 		return BRISK_EXIT_OK;
 	}

@@ -19,7 +19,6 @@
 #include "hw/board.h"
 #include "hw/char/chardev.h"
 #include "hw/char/pl011.h"
-#include "hw/cli.h"
 #include "hw/machine.h"
 #include "hw/misc/debug-exit.h"
 #include "hw/misc/pvpanic.h"
@@ -29,7 +28,7 @@
 #include "util/log.h"
 
 struct board {
-	const struct cli_opts *opts;
+	const struct board_cfg *opts;
 	struct arm_boot boot;
 	struct kvm_vm *vm;
 	struct pl011 *uart;
@@ -38,7 +37,7 @@ struct board {
 	uint8_t *fdt;
 };
 
-static struct board *virt_open(const struct cli_opts *o)
+static struct board *virt_open(const struct board_cfg *o)
 {
 	struct board *b = calloc(1, sizeof(*b));
 
@@ -93,7 +92,7 @@ static int virt_init(struct board *b, struct machine *m, struct kvm_vm *vm)
 
 static int virt_devices(struct board *b, struct machine *m)
 {
-	const struct cli_opts *o = b->opts;
+	const struct board_cfg *o = b->opts;
 	struct chardev *cd = chardev_open(m, o->serial);
 
 	if (!cd)
@@ -101,12 +100,12 @@ static int virt_devices(struct board *b, struct machine *m)
 	b->uart = pl011_new(m, ARM_UART_BASE, ARM_UART_SPI, cd);
 	if (!b->uart)
 		return -1;
-	b->rtc = pl031_new(m, ARM_RTC_BASE, o->rtc_localtime ?
+	b->rtc = pl031_new(m, ARM_RTC_BASE, o->rtc_base == RTC_BASE_LOCALTIME ?
 			   pl031_host_localtime : pl031_host_now);
 	if (!b->rtc || pvpanic_init(m, &m->mmio, ARM_PVPANIC_BASE))
 		return -1;
-	if (o->debug_exit &&
-	    debug_exit_init(m, &m->mmio, ARM_DEBUG_EXIT_BASE, o->debug_exit_iosize))
+	if (o->debug_exit.present &&
+	    debug_exit_init(m, &m->mmio, ARM_DEBUG_EXIT_BASE, o->debug_exit.iosize))
 		return -1;
 	m->pci = pci_bus_new(NULL, &m->mmio, &m->irq, ARM_PCI_MMIO_BASE,
 			     ARM_PCI_MMIO_SIZE);
@@ -124,7 +123,7 @@ static int virt_fdt(struct board *b, unsigned ncpus)
 		.bootargs = b->opts->append,
 		.initrd_start = b->boot.initrd_addr,
 		.initrd_size = b->boot.initrd_size,
-		.debug_exit = b->opts->debug_exit,
+		.debug_exit = b->opts->debug_exit.present,
 	};
 
 	b->fdt = calloc(1, ARM_FDT_MAX);

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include "hw/board.h"
+#include "hw/device.h"
 #include "hw/machine.h"
 #include "hw/misc/debug-exit.h"
 #include "util/log.h"
@@ -55,3 +57,48 @@ int debug_exit_init(struct machine *m, struct bus *bus, uint64_t base,
 	}
 	return 0;
 }
+
+/* ---- -device isa-debug-exit: part of the board, which places it ---- */
+
+#define E(f) OPT_AT(struct debug_exit_cfg, f, unsigned)
+static const struct opt_prop debug_exit_props[] = {
+	{ "iobase", OPT_UINT, E(iobase), .max = 0xffff, .def = "0x501",
+	  .help = "the first I/O port (x86; arm64 has one MMIO address)" },
+	{ "iosize", OPT_UINT, E(iosize), .min = 1, .max = 4, .def = "2",
+	  .help = "how many ports: 1, 2 or 4" },
+	{ NULL },
+};
+#undef E
+static const struct opt_spec debug_exit_spec = {
+	"-device isa-debug-exit", NULL, debug_exit_props,
+};
+static const struct debug_exit_cfg debug_exit_defaults = { .iobase = 0x501, .iosize = 2 };
+
+/* Named on the command line, so present. */
+static int debug_exit_check(void *cfg)
+{
+	struct debug_exit_cfg *c = cfg;
+
+	if (c->iosize == 3) {
+		error_report("-device isa-debug-exit: iosize=3: need 1, 2 or 4");
+		return -1;
+	}
+	if (c->iobase + c->iosize > 0x10000) {
+		error_report("-device isa-debug-exit: ports 0x%x+%u beyond 0xffff",
+			     c->iobase, c->iosize);
+		return -1;
+	}
+	c->present = true;
+	return 0;
+}
+
+const struct device_family isa_debug_exit_family = {
+	.name = "isa-debug-exit",
+	.help = "a write of V ends brisk with status (V << 1) | 1",
+	.spec = &debug_exit_spec,
+	.kind = DEVICE_BOARD,
+	.board_offset = offsetof(struct board_cfg, debug_exit),
+	.cfg_size = sizeof(struct debug_exit_cfg),
+	.defaults = &debug_exit_defaults,
+	.check = debug_exit_check,
+};

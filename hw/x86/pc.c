@@ -11,7 +11,6 @@
 #include "hw/acpi/acpi.h"
 #include "hw/board.h"
 #include "hw/char/serial.h"
-#include "hw/cli.h"
 #include "hw/input/i8042.h"
 #include "hw/machine.h"
 #include "hw/misc/debug-exit.h"
@@ -23,7 +22,7 @@
 #include "util/log.h"
 
 struct board {
-	const struct cli_opts *opts;
+	const struct board_cfg *opts;
 	struct pc_layout layout;
 	struct x86_boot boot;
 	struct kvm_vm *vm;
@@ -34,7 +33,7 @@ struct board {
 	struct acpi_pm *acpi_pm;
 };
 
-static struct board *pc_open(const struct cli_opts *o)
+static struct board *pc_open(const struct board_cfg *o)
 {
 	struct board *b = calloc(1, sizeof(*b));
 
@@ -81,7 +80,7 @@ static int pc_init(struct board *b, struct machine *m, struct kvm_vm *vm)
 
 static int pc_devices(struct board *b, struct machine *m)
 {
-	const struct cli_opts *o = b->opts;
+	const struct board_cfg *o = b->opts;
 
 	b->serial = serial_com1_new(m, o->serial);
 	if (!b->serial)
@@ -89,15 +88,15 @@ static int pc_devices(struct board *b, struct machine *m)
 	b->i8042 = i8042_new(m);
 	if (!b->i8042 || pvpanic_init(m, &m->pio, PVPANIC_IOPORT))
 		return -1;
-	b->rtc = mc146818_new(m, o->rtc_localtime ? mc146818_host_localtime :
+	b->rtc = mc146818_new(m, o->rtc_base == RTC_BASE_LOCALTIME ? mc146818_host_localtime :
 			      mc146818_host_now);
 	if (!b->rtc)
 		return -1;
 	b->acpi_pm = acpi_pm_new(m);
 	if (!b->acpi_pm)
 		return -1;
-	if (o->debug_exit &&
-	    debug_exit_init(m, &m->pio, o->debug_exit_iobase, o->debug_exit_iosize))
+	if (o->debug_exit.present &&
+	    debug_exit_init(m, &m->pio, o->debug_exit.iobase, o->debug_exit.iosize))
 		return -1;
 	m->pci = pci_bus_new(&m->pio, &m->mmio, &m->irq, PC_PCI_HOLE_BASE,
 			     PC_PCI_HOLE_SIZE);

@@ -2,13 +2,28 @@
 #ifndef BRISK_HW_BOARD_H
 #define BRISK_HW_BOARD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
-struct cli_opts;
 struct cpu_entry;
 struct kvm_check_guest;
 struct kvm_vm;
 struct machine;
+
+/* What a board is asked to build: its share of the command line. */
+struct board_cfg {
+	const char *kernel, *initrd, *append;
+	const char *dtb;		/* -dtb: boot with this device tree */
+	const char *serial;		/* the console's chardev */
+	uint64_t ram_size;
+	unsigned ncpus;
+	enum board_rtc_base { RTC_BASE_UTC, RTC_BASE_LOCALTIME } rtc_base;
+	/* -device isa-debug-exit (hw/misc/debug-exit.c fills it) */
+	struct debug_exit_cfg {
+		bool present;
+		unsigned iobase, iosize;
+	} debug_exit;
+};
 
 /*
  * A board: what hw/main.c's board-independent init order asks of the
@@ -23,7 +38,7 @@ struct board_ops {
 	/* The guest brisk --check-kvm times, entered as Linux is. */
 	const struct kvm_check_guest *check_guest;
 	/* Reads and checks the files the command line names; no VM yet. */
-	struct board *(*open)(const struct cli_opts *o);
+	struct board *(*open)(const struct board_cfg *cfg);
 	/* The highest guest-physical address RAM reaches (sizes the VM). */
 	uint64_t (*ram_end)(const struct board *b);
 	/* RAM and the interrupt controller, on a fresh VM. */

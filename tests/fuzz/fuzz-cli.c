@@ -3,8 +3,9 @@
  * The command line: the input split on NUL bytes is argv (after "brisk").
  * cli_parse() runs on it and, when it accepts it, every -drive and
  * -device virtio-blk-pci argument goes through the virtio-blk parser and
- * blk_cmdline_finish(), as main() does before opening anything.  Each
- * argument is also tried as a size.
+ * blk_cmdline_finish(), and every other -device through the device
+ * table's parser, as main() does before opening anything.  Each argument
+ * is also tried as a size and as an option list's "help".
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 
 #include "hw/block/virtio-blk.h"
 #include "hw/cli.h"
+#include "hw/device.h"
+#include "util/opts.h"
 #include "virtio-blk-int.h"
 
 #define MAX_ARGS 256
@@ -43,9 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(buf);
 
 	for (int i = 1; i < argc; i++) {
-		uint64_t v;
+		unsigned long long v;
 
-		(void)cli_parse_size(argv[i], &v);
+		(void)opts_parse_size(argv[i], 1 << 20, &v);
+		(void)opts_wants_help(argv[i]);
 	}
 	if (cli_parse(argc, argv, &o) == 0 && o.action == CLI_RUN) {
 		struct blk_cmdline *c = blk_cmdline_new();
@@ -55,11 +59,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * A guest needs its kernel (-machine dumpdtb= only writes the
 		 * tree); an export runs no guest and refuses both.
 		 */
-		assert(o.nr_exports ? !o.kernel && !o.dumpdtb : o.kernel || o.dumpdtb);
-		assert(o.nr_blk <= CLI_MAX_BLK_ARGS);
-		assert(o.ncpus >= 1 && o.ncpus <= CLI_MAX_CPUS);
-		assert(o.ram_size >= CLI_MIN_RAM && o.ram_size <= CLI_MAX_RAM);
-		assert(o.panic <= PANIC_NONE && o.serial);
+		assert(o.nr_exports ? !o.board.kernel && !o.dumpdtb :
+		       o.board.kernel || o.dumpdtb);
+		assert(o.nr_blk <= CLI_MAX_BLK_ARGS && o.nr_devices <= CLI_MAX_DEVICES);
+		assert(o.board.ncpus >= 1 && o.board.ncpus <= CLI_MAX_CPUS);
+		assert(o.board.ram_size >= CLI_MIN_RAM && o.board.ram_size <= CLI_MAX_RAM &&
+		       !(o.board.ram_size & 0xfffff));
+		assert(o.panic <= PANIC_NONE && o.board.serial);
+		assert(!o.board.debug_exit.present ||
+		       (o.board.debug_exit.iobase + o.board.debug_exit.iosize <= 0x10000 &&
+			o.board.debug_exit.iosize && o.board.debug_exit.iosize != 3));
+		struct device_set *ds = device_set_new();
+
+		for (unsigned i = 0; ds && i < o.nr_devices; i++)
+			if (device_set_add(ds, o.devices[i].family, o.devices[i].props))
+				break;
+		device_set_free(ds);
 		if (c && o.snapshot)
 			blk_cmdline_snapshot(c);
 		for (unsigned i = 0; c && ret == 0 && i < o.nr_blk; i++)

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 struct bus;
+struct device_family;
 struct machine;
 
 /*
@@ -19,5 +20,7 @@ struct machine;
 
 int debug_exit_init(struct machine *m, struct bus *bus, uint64_t base,
 		    unsigned size);
+
+extern const struct device_family isa_debug_exit_family;
 
 #endif

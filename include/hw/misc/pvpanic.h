@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 struct bus;
+struct device_family;
 struct machine;
 
 #define PVPANIC_IOPORT 0x505
@@ -19,5 +20,7 @@ struct machine;
  * brisk with BRISK_EXIT_PANIC.
  */
 int pvpanic_init(struct machine *m, struct bus *bus, uint64_t base);
+
+extern const struct device_family pvpanic_family;
 
 #endif

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Every device the command line can name, in one table.  Adding a device
+ * is its own file plus one line here; the option parser, "-device help"
+ * and hw/main.c read the table and nothing else.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/block/virtio-blk.h"
+#include "hw/device.h"
+#include "hw/misc/debug-exit.h"
+#include "hw/misc/pvpanic.h"
+#include "util/compiler.h"
+#include "util/log.h"
+
+static const struct device_family *const families[] = {
+	&virtio_blk_pci_family,
+	&vhost_user_blk_pci_family,
+	&isa_debug_exit_family,
+	&pvpanic_family,
+};
+
+const struct device_family *device_find(const char *name, size_t len)
+{
+	for (unsigned i = 0; i < ARRAY_SIZE(families); i++)
+		if (strlen(families[i]->name) == len && !strncmp(families[i]->name, name, len))
+			return families[i];
+	return NULL;
+}
+
+void device_print_list(FILE *f)
+{
+	fputs("Devices (-device NAME,help lists a device's properties):\n", f);
+	for (unsigned i = 0; i < ARRAY_SIZE(families); i++)
+		fprintf(f, "  %-20s %s\n", families[i]->name, families[i]->help);
+}
+
+struct device {
+	const struct device_family *f;
+	void *cfg;
+	void *dev;		/* once created */
+};
+
+struct device_set {
+	struct device *d;
+	unsigned n;
+};
+
+struct device_set *device_set_new(void)
+{
+	return calloc(1, sizeof(struct device_set));
+}
+
+int device_set_add(struct device_set *s, const struct device_family *f,
+		   const char *arg)
+{
+	struct device *d = realloc(s->d, (s->n + 1) * sizeof(*d));
+	void *cfg = malloc(f->cfg_size ? f->cfg_size : 1);
+
+	if (d)
+		s->d = d;
+	if (!d || !cfg) {
+		free(cfg);
+		error_report("out of memory");
+		return -1;
+	}
+	memcpy(cfg, f->defaults, f->cfg_size);
+	if (opts_parse(f->spec, arg, cfg) || (f->check && f->check(cfg))) {
+		opts_free(f->spec, cfg);
+		free(cfg);
+		return -1;
+	}
+	s->d[s->n++] = (struct device){ .f = f, .cfg = cfg };
+	return 0;
+}
+
+int device_set_create(struct device_set *s, struct machine *m)
+{
+	for (unsigned i = 0; i < s->n; i++) {
+		s->d[i].dev = s->d[i].f->create(m, s->d[i].cfg);
+		if (!s->d[i].dev)
+			return -1;
+	}
+	return 0;
+}
+
+void device_set_free(struct device_set *s)
+{
+	if (!s)
+		return;
+	for (unsigned i = s->n; i-- > 0;) {
+		if (s->d[i].dev)
+			s->d[i].f->destroy(s->d[i].dev);
+		opts_free(s->d[i].f->spec, s->d[i].cfg);
+		free(s->d[i].cfg);
+	}
+	free(s->d);
+	free(s);
+}
