@@ -11,12 +11,14 @@
 #include "hw/device.h"
 #include "hw/misc/debug-exit.h"
 #include "hw/misc/pvpanic.h"
+#include "hw/virtio/virtio-rng.h"
 #include "util/compiler.h"
 #include "util/log.h"
 
 static const struct device_family *const families[] = {
 	&virtio_blk_pci_family,
 	&vhost_user_blk_pci_family,
+	&virtio_rng_pci_family,
 	&isa_debug_exit_family,
 	&pvpanic_family,
 };

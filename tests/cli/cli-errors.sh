@@ -83,6 +83,29 @@ expect "-timeout" "${K[@]}" -timeout 0
 # A value brisk cannot honour: the line names every one it accepts.
 expect "(only -cpu host, max or host,migratable=off)$" "${K[@]}" -cpu kvm64
 expect "(only -display none)$" "${K[@]}" -display gtk
+# Every error of the option parser names the option, the key and what it
+# takes (util/opts.c); a sample across the options that use it.
+expect "-drive: cache=unsafe: expected writeback or none$" "${K[@]}" -drive file=x,cache=unsafe
+expect "-drive: format=qcow2: brisk reads raw images only (format=raw)$" "${K[@]}" -drive file=x,format=qcow2
+expect "-m: size=63M: need 64M to 1T$" "${K[@]}" -m 63M
+expect "-rtc: base=gmt: expected utc or localtime$" "${K[@]}" -rtc base=gmt
+expect "-device virtio-rng-pci: period=0: need 1 to 4294967295$" "${K[@]}" -device virtio-rng-pci,period=0
+expect "-device virtio-rng-pci: unknown option 'rate' (known: max-bytes, period)$" "${K[@]}" -device virtio-rng-pci,rate=1
+expect "-device virtio-rng-pci: max-bytes= given twice$" "${K[@]}" -device virtio-rng-pci,max-bytes=1,max-bytes=2
+expect "-device isa-debug-exit: iosize=5: need 1 to 4$" "${K[@]}" -device isa-debug-exit,iosize=5
+expect "-device: unknown device 'virtio-net-pci' (brisk -device help lists them)$" "${K[@]}" -device virtio-net-pci
+# "help" lists what an option takes, from the same table, and exits 0.
+expect_ok "^  virtio-rng-pci  *entropy" -device help
+for d in virtio-blk-pci vhost-user-blk-pci virtio-rng-pci isa-debug-exit pvpanic; do
+	expect_ok "^-device $d options:\$" -device "$d,help"
+done
+expect_ok "^  queue-size=<uint>  *- ring entries per queue (default: 256)\$" -device virtio-blk-pci,help
+expect_ok "^  period=<uint>  *- .*(default: 65536)\$" -device driver=virtio-rng-pci,help
+expect_ok "^  aio=<io_uring|threads>" -drive help
+expect_ok "^  addr.path=<str>  *- .*(required)\$" -export vhost-user-blk,help
+expect_ok "^  path=<str>" -chardev socket,help
+expect_ok "^  base=<utc|localtime>" -rtc help
+expect_ok "^  size=<size>" -m help
 expect_ok "^brisk [0-9]" --version
 expect_ok "Usage" --help
 expect_ok "Usage" -h

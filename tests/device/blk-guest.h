@@ -501,15 +501,19 @@ static inline uint64_t bar_addr(struct tmachine *t, unsigned devfn, unsigned bar
 	return a;
 }
 
-/* The nth virtio-blk function on bus 0. */
-static inline bool vdev_find(struct tmachine *t, unsigned nth, struct vdev *d)
+/*
+ * The nth function on bus 0 with virtio-pci device ID pci_id (0x1040 plus
+ * the virtio device type), with its common, notify and MSI-X structures.
+ */
+static inline bool vdev_find_id(struct tmachine *t, uint16_t pci_id, unsigned nth,
+				struct vdev *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->t = t;
 	for (unsigned dev = 0; dev < 32; dev++) {
 		unsigned devfn = dev << 3;
 
-		if (cfg_read(t, devfn, 0, 4) != (0x1042u << 16 | 0x1af4))
+		if (cfg_read(t, devfn, 0, 4) != ((uint32_t)pci_id << 16 | 0x1af4))
 			continue;
 		if (nth--)
 			continue;
@@ -541,9 +545,15 @@ static inline bool vdev_find(struct tmachine *t, unsigned nth, struct vdev *d)
 					d->device = a;
 			}
 		}
-		return d->common && d->notify && d->device && d->msix_table;
+		return d->common && d->notify && d->msix_table;
 	}
 	return false;
+}
+
+/* The nth virtio-blk function on bus 0. */
+static inline bool vdev_find(struct tmachine *t, unsigned nth, struct vdev *d)
+{
+	return vdev_find_id(t, 0x1042, nth, d) && d->device;
 }
 
 static inline void msix_setup(struct vdev *d, unsigned nvec)

@@ -12,7 +12,8 @@
 # contract (include/hw/machine.h) and what the guest sees: the init marker,
 # nproc == -smp, MemTotal close to -m, /proc/cmdline holding -append intact;
 # on x86 its RTC (time read, and the alarm's interrupt) in the poweroff boot,
-# in local time (-rtc base=localtime) in the reboot boot, and a triple fault
+# in local time (-rtc base=localtime) in the reboot boot, /dev/hwrng read
+# through -device virtio-rng-pci in the poweroff boot, and a triple fault
 # (exit 1); in the 4-CPU boot a CPU taken offline and back (arm64: PSCI).
 # All boots share one with-kvm host, since a nested host costs tens of
 # seconds to start.  --qemu runs the same boots under qemu-system-x86_64
@@ -54,7 +55,8 @@ if [ -z "$inner" ]; then
 		kernel=$KMOD_ROOT/boot/vmlinuz-$kver
 	fi
 	mkdir -p "$outdir" && outdir=$(realpath "$outdir") || exit 1
-	"$here/mkinitrd" -a "$arch" -o "$outdir/guest.img" -i "$here/guest-init.sh" || exit 1
+	"$here/mkinitrd" -a "$arch" -o "$outdir/guest.img" -i "$here/guest-init.sh" \
+		-m virtio_rng || exit 1
 	cd "$outdir" || exit 1
 	args=(--inner --outdir "$outdir" --kernel "$kernel" ${only:+--only "$only"})
 	wk=()
@@ -140,7 +142,8 @@ boot() {
 	[ "$action" = panic ] && [ -z "$pvpanic" ] && append="$append panic=-1"
 	[ "$action" = triplefault ] && append="$append reboot=t"
 	[ "$smp" = 4 ] && append="$append brisk.hotplug"
-	local log=$outdir/$name.log cmd tz=
+	local log=$outdir/$name.log cmd tz= rng=
+	case " $* " in *" virtio-rng-pci "*) rng=1 ;; esac
 	# TZ=... first among the VMM's arguments: brisk's time zone.
 	case ${1:-} in TZ=*) tz=$1; shift ;; esac
 	if [ "$vmm" = brisk ]; then
@@ -201,6 +204,20 @@ boot() {
 		[ "$(wc -l <"$log.err")" = 1 ] && grep -q 'triple fault' "$log.err"
 		check $? "$name: one line on stderr says the guest triple faulted" \
 			"$(head -n 3 "$log.err" | tr '\n' ' ')" || dump=1
+	fi
+	if [ -n "$rng" ]; then
+		got=$(sed -n 's/^[^ ]* hwrng=//p' "$log" | head -n 1)
+		[ "$got" = virtio_rng.0 ]
+		check $? "$name: the guest's /dev/hwrng is the virtio-rng-pci device" \
+			"rng_current '${got}'" || dump=1
+		local a b
+		a=$(sed -n 's/^[^ ]* hwrng_a=//p' "$log" | head -n 1)
+		b=$(sed -n 's/^[^ ]* hwrng_b=//p' "$log" | head -n 1)
+		# 32 bytes each; equal or all zero would be 2^-256 by chance.
+		[[ $a =~ ^[0-9a-f]{64}$ && $b =~ ^[0-9a-f]{64}$ ]] && [ "$a" != "$b" ] &&
+			[ "$a" != "$(printf '0%.0s' {1..64})" ]
+		check $? "$name: two 32-byte reads of /dev/hwrng differ and are not zero" \
+			"got '$a' and '$b'" || dump=1
 	fi
 	got=$(sed -n 's/^[^ ]* nproc=//p' "$log" | head -n 1)
 	[ "$got" = "$smp" ]
@@ -280,7 +297,8 @@ if [ "$vmm" = brisk ]; then
 		-serial mon:stdio -net none -nic none -device pvpanic
 		-action panic=exit-failure,reboot=shutdown -rtc base=utc,clock=host)
 fi
-boot poweroff-smp1 1 512 poweroff 0 "${qemu_ci[@]}"
+# With virtio-rng-pci, the guest's /dev/hwrng (QEMU's CI lines add one).
+boot poweroff-smp1 1 512 poweroff 0 "${qemu_ci[@]}" -device virtio-rng-pci
 # The guest's RTC in brisk's local time: a POSIX zone 5 hours east of UTC
 # (needs no zoneinfo file), so the guest reads UTC + 18000 s.
 tz_offset=18000

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * virtio-rng (VIRTIO 1.2, 5.4) on the modern PCI transport: one queue of
+ * device-writable buffers, each returned filled from getrandom(2).
+ *
+ * It runs on the main loop (m->loop), kicks and timer alike: a guest
+ * takes a few bytes now and then, which is not worth an I/O thread.
+ *
+ * max-bytes and period limit it as QEMU's does.  The first bytes handed
+ * out start a period (a timerfd); once the period's quota is spent,
+ * buffers stay in the ring, unpopped, until the period ends, refills the
+ * quota and serves them.  So no buffer is lost or answered twice, and one
+ * that asks for more than the quota left gets what is left.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/virtio_rng.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "hw/machine.h"
+#include "hw/virtio/virtio-pci.h"
+#include "hw/virtio/virtio-rng.h"
+#include "util/iothread.h"
+#include "util/log.h"
+#include "virtio/virtio.h"
+
+#define PCI_CLASS_OTHERS 0x00ff00
+#define VRNG_QUEUE_SIZE 8	/* QEMU's */
+/*
+ * Bytes one buffer gets at most: the main loop also runs the other
+ * devices' timers, which a guest asking for gigabytes must not hold up.
+ */
+#define VRNG_CHAIN_MAX (64u << 10)
+#define VRNG_FEATURES (1ull << VIRTIO_F_VERSION_1 |			\
+		       1ull << VIRTIO_F_RING_INDIRECT_DESC |		\
+		       1ull << VIRTIO_F_RING_EVENT_IDX)
+
+struct vrng {
+	struct virtio_device vdev;
+	bool vdev_ready;
+	struct virtio_pci *pci;
+	struct iothread *loop;
+	bool kick_added;
+	int timer_fd;		/* -1 when nothing is limited */
+	uint64_t max_bytes;	/* per period */
+	unsigned period_ms;
+	bool getrandom_reported;
+
+	/* under vdev.lock */
+	bool serving;		/* DRIVER_OK, queue enabled */
+	bool period_running;	/* the timer is armed */
+	uint64_t quota;		/* left in this period */
+};
+
+static bool vrng_limited(const struct vrng *r)
+{
+	return r->timer_fd >= 0;
+}
+
+/* getrandom(2) into the buffers, up to max bytes; 0 when it fails. */
+static size_t vrng_fill(struct vrng *r, const struct iovec *iov, unsigned n,
+			size_t max)
+{
+	size_t done = 0;
+
+	for (unsigned i = 0; i < n && done < max; i++) {
+		size_t len = iov[i].iov_len < max - done ? iov[i].iov_len : max - done;
+
+		for (size_t got = 0; got < len;) {
+			ssize_t ret = getrandom((uint8_t *)iov[i].iov_base + got, len - got, 0);
+
+			if (ret < 0 && errno == EINTR)
+				continue;
+			if (ret <= 0) {
+				error_report_once(&r->getrandom_reported,
+						  "virtio-rng: getrandom: %s",
+						  ret ? strerror(errno) : "no bytes");
+				return 0;
+			}
+			got += (size_t)ret;
+		}
+		done += len;
+	}
+	return done;
+}
+
+/* The period starts with its first bytes, as QEMU's does. */
+static void vrng_spend_locked(struct vrng *r, size_t len)
+{
+	struct itimerspec its = {
+		.it_value = { .tv_sec = r->period_ms / 1000,
+			      .tv_nsec = r->period_ms % 1000 * 1000000l },
+	};
+
+	if (!vrng_limited(r) || !len)
+		return;
+	r->quota -= len;
+	if (r->period_running)
+		return;
+	/* Cannot fail for a valid fd and time; should it, no limit beats no bytes. */
+	if (timerfd_settime(r->timer_fd, 0, &its, NULL) < 0)
+		r->quota = r->max_bytes;
+	else
+		r->period_running = true;
+}
+
+/*
+ * Answers the buffers on offer while the quota lasts: one flush and at
+ * most one interrupt for all of them.  A buffer is popped only when it
+ * is answered at once, so what the quota leaves waits in the ring.
+ */
+static void vrng_serve_locked(struct vrng *r)
+{
+	struct virtio_device *vdev = &r->vdev;
+	struct virtqueue *vq = &vdev->queues[0].vq;
+	unsigned n = 0;
+
+	while (r->serving && !vdev->broken && r->quota) {
+		struct vq_elem *e;
+		int ret = virtqueue_pop(vq, sizeof(*e), &e);
+
+		if (ret == 0)
+			break;
+		if (ret < 0) {
+			virtio_error(vdev, "virtio-rng: %s", vq->error ? vq->error : "malformed ring");
+			break;
+		}
+		/* VIRTIO 1.2, 5.4.6.1: the driver offers writable buffers only. */
+		if (e->out_num) {
+			free(e);
+			virtio_error(vdev, "virtio-rng: device-readable buffer in a request");
+			break;
+		}
+		size_t max = r->quota < VRNG_CHAIN_MAX ? r->quota : VRNG_CHAIN_MAX;
+		size_t len = vrng_fill(r, e->in_sg, e->in_num, max);
+
+		vrng_spend_locked(r, len);
+		virtqueue_fill(vq, e, (uint32_t)len, n++);
+		free(e);
+	}
+	/* A broken device touches the rings no more. */
+	if (n && !vdev->broken) {
+		virtqueue_flush(vq, n);
+		virtio_notify(vdev, 0);
+	}
+}
+
+static void vrng_kick(void *opaque)
+{
+	struct vrng *r = opaque;
+	eventfd_t cnt;
+
+	if (eventfd_read(r->vdev.queues[0].kick_fd, &cnt) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&r->vdev.lock);
+	vrng_serve_locked(r);
+	pthread_mutex_unlock(&r->vdev.lock);
+}
+
+/* The period is over: a new quota for what waits in the ring. */
+static void vrng_period_end(void *opaque)
+{
+	struct vrng *r = opaque;
+	uint64_t ticks;
+
+	if (read(r->timer_fd, &ticks, sizeof(ticks)) < 0)
+		return;
+	pthread_mutex_lock(&r->vdev.lock);
+	r->period_running = false;
+	r->quota = r->max_bytes;
+	vrng_serve_locked(r);
+	pthread_mutex_unlock(&r->vdev.lock);
+}
+
+static struct vrng *vdev_to_vrng(struct virtio_device *vdev)
+{
+	return container_of(vdev, struct vrng, vdev);
+}
+
+static int vrng_start(struct virtio_device *vdev)
+{
+	struct vrng *r = vdev_to_vrng(vdev);
+
+	r->serving = vdev->queues[0].ready;
+	/* What the driver queued before DRIVER_OK is served on the loop. */
+	return r->serving && eventfd_write(vdev->queues[0].kick_fd, 1) < 0 ? -1 : 0;
+}
+
+/* Quota and period stay: a reset must not buy the guest a fresh quota. */
+static void vrng_reset(struct virtio_device *vdev)
+{
+	vdev_to_vrng(vdev)->serving = false;
+}
+
+static const struct virtio_device_ops vrng_ops = {
+	.start = vrng_start,
+	.reset = vrng_reset,
+};
+
+static int vrng_timer_init(struct vrng *r, const struct vrng_cfg *cfg)
+{
+	if (cfg->max_bytes >= VRNG_NO_LIMIT)
+		return 0;
+	if (!cfg->period_ms) {
+		error_report("virtio-rng: period must be at least 1 ms");
+		return -1;
+	}
+	r->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (r->timer_fd < 0 || iothread_add_fd(r->loop, r->timer_fd, vrng_period_end, r) < 0) {
+		error_report("virtio-rng: no timer for its rate limit: %s", strerror(errno));
+		if (r->timer_fd >= 0)
+			close(r->timer_fd);
+		r->timer_fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+struct vrng *vrng_create(struct machine *m, const struct vrng_cfg *cfg)
+{
+	struct vrng *r = calloc(1, sizeof(*r));
+
+	if (!r || !m->loop) {
+		error_report("virtio-rng: %s", r ? "no main loop to serve it" : "out of memory");
+		free(r);
+		return NULL;
+	}
+	r->loop = m->loop;
+	r->timer_fd = -1;
+	r->max_bytes = cfg->max_bytes;
+	r->period_ms = cfg->period_ms;
+	r->quota = cfg->max_bytes;
+	if (virtio_device_init(&r->vdev, VIRTIO_ID_RNG, VRNG_FEATURES, 0, 1,
+			       VRNG_QUEUE_SIZE, &m->mem, &vrng_ops, r) < 0)
+		goto fail;
+	r->vdev_ready = true;
+	if (vrng_timer_init(r, cfg) < 0)
+		goto fail;
+	if (iothread_add_fd(r->loop, r->vdev.queues[0].kick_fd, vrng_kick, r) < 0) {
+		error_report("virtio-rng: cannot watch its queue: %s", strerror(errno));
+		goto fail;
+	}
+	r->kick_added = true;
+	r->pci = virtio_pci_create(m, &r->vdev, VIRTIO_PCI_DEVICE_ID(VIRTIO_ID_RNG),
+				   PCI_CLASS_OTHERS);
+	if (!r->pci)
+		goto fail;
+	return r;
+fail:
+	vrng_free(r);
+	return NULL;
+}
+
+void vrng_free(struct vrng *r)
+{
+	if (!r)
+		return;
+	/* No register access after this: nothing starts serving again. */
+	virtio_pci_free(r->pci);
+	/* Each returns once its handler is not running, and it runs no more. */
+	if (r->kick_added)
+		iothread_del_fd(r->loop, r->vdev.queues[0].kick_fd);
+	if (r->timer_fd >= 0) {
+		iothread_del_fd(r->loop, r->timer_fd);
+		close(r->timer_fd);
+	}
+	if (r->vdev_ready)
+		virtio_device_destroy(&r->vdev);
+	free(r);
+}
+
+int vrng_timer_fd(const struct vrng *r)
+{
+	return r->timer_fd;
+}
+
+/* ---- -device virtio-rng-pci ---- */
+
+static const struct opt_prop vrng_props[] = {
+	{ "max-bytes", OPT_U64, OPT_AT(struct vrng_cfg, max_bytes, uint64_t),
+	  .max = VRNG_NO_LIMIT, .def = "9223372036854775807 (no limit)",
+	  .help = "bytes the guest gets per period at most" },
+	{ "period", OPT_UINT, OPT_AT(struct vrng_cfg, period_ms, unsigned),
+	  .min = 1, .max = UINT_MAX, .def = "65536",
+	  .help = "the rate limit's period, in milliseconds" },
+	{ NULL },
+};
+
+static const struct opt_spec vrng_spec = {
+	.what = "-device virtio-rng-pci",
+	.props = vrng_props,
+};
+
+static const struct vrng_cfg vrng_defaults = {
+	.max_bytes = VRNG_NO_LIMIT,
+	.period_ms = VRNG_DEFAULT_PERIOD_MS,
+};
+
+static void *vrng_family_create(struct machine *m, const void *cfg)
+{
+	return vrng_create(m, cfg);
+}
+
+static void vrng_family_destroy(void *dev)
+{
+	vrng_free(dev);
+}
+
+const struct device_family virtio_rng_pci_family = {
+	.name = "virtio-rng-pci",
+	.help = "entropy from the host's getrandom(2) (VIRTIO 1.2, 5.4)",
+	.spec = &vrng_spec,
+	.cfg_size = sizeof(struct vrng_cfg),
+	.defaults = &vrng_defaults,
+	.create = vrng_family_create,
+	.destroy = vrng_family_destroy,
+};

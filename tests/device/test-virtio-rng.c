@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * virtio-rng-pci through the whole stack, the test playing the guest on
+ * blk-guest.h's machine: config cycles, BAR MMIO and its ring driver.
+ * Expected values come from VIRTIO 1.2 (4.1.2, 5.4) and from QEMU's
+ * rate limit, not from the device.
+ *
+ * The device serves on m->loop, which no thread runs here: the test turns
+ * it by hand, without waiting, after each kick.  A rate-limit period is
+ * an hour, ended by making the device's timerfd readable.  So no check
+ * depends on how long anything takes.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/timerfd.h>
+
+#include "hw/virtio/virtio-rng.h"
+#include "util/iothread.h"
+
+#include "check.h"
+#include "blk-guest.h"
+
+#ifndef TFD_IOC_SET_TICKS	/* <linux/timerfd.h>, which clashes with <sys/timerfd.h> */
+#define TFD_IOC_SET_TICKS _IOW('T', 0, uint64_t)
+#endif
+
+#define RNG_PCI_ID 0x1044	/* VIRTIO 1.2, 4.1.2: 0x1040 + 4 */
+#define NUM 8
+#define HOUR_MS 3600000u
+#define NEEDS_RESET 0x40
+#define JUNK 0xcc
+
+struct rng {
+	struct tmachine *t;
+	struct vrng *r;
+	struct vdev d;
+	struct gq q;
+};
+
+/* The board with m->loop (which hw/main.c would make) and the device. */
+static bool rng_new(struct rng *g, const struct vrng_cfg *cfg)
+{
+	memset(g, 0, sizeof(*g));
+	g->t = machine_board(1, false);
+	g->t->m.loop = iothread_new("main");
+	g->r = g->t->m.loop ? vrng_create(&g->t->m, cfg) : NULL;
+	return g->r && vdev_find_id(g->t, RNG_PCI_ID, 0, &g->d);
+}
+
+static void rng_free(struct rng *g)
+{
+	vrng_free(g->r);
+	iothread_free(g->t->m.loop);
+	machine_free(g->t);
+}
+
+/* Runs whatever the device's fds have ready, as the main loop would. */
+static void loop_turn(struct rng *g)
+{
+	while (iothread_poll(g->t->m.loop, 0) > 0)
+		;
+}
+
+static bool rng_start(struct rng *g)
+{
+	vdev_init(&g->d, &g->q, 1, NUM, ALL_FEATURES);
+	return (vstatus(&g->d) & 0x4) && !(vstatus(&g->d) & NEEDS_RESET);
+}
+
+/* Offers the chain, kicks, lets the device run; the chain's id. */
+static int offer(struct rng *g, const struct seg *s, unsigned n)
+{
+	int id = gq_add(&g->q, s, n, false, 0);
+
+	gq_kick(&g->q);
+	loop_turn(g);
+	return id;
+}
+
+static int offer_one(struct rng *g, unsigned slot, uint32_t len)
+{
+	struct seg s = { data_gpa(slot), len, true, 0 };
+
+	memset(slot_data(g->t, slot), JUNK, len);
+	return offer(g, &s, 1);
+}
+
+/* The rate limit's period ends now. */
+static void period_end(struct rng *g)
+{
+	int fd = vrng_timer_fd(g->r);
+	uint64_t ticks = 1;
+	struct itimerspec past = { .it_value = { 0, 1 } };
+
+	/* Makes it readable at once; without CONFIG_CHECKPOINT_RESTORE, expire it. */
+	if (ioctl(fd, TFD_IOC_SET_TICKS, &ticks) == 0) {
+		loop_turn(g);
+		return;
+	}
+	CHECK(timerfd_settime(fd, TFD_TIMER_ABSTIME, &past, NULL) == 0);
+	CHECK(iothread_poll(g->t->m.loop, WAIT_MS) > 0);
+	loop_turn(g);
+}
+
+static bool all_same(const uint8_t *p, size_t len)
+{
+	for (size_t i = 1; i < len; i++)
+		if (p[i] != p[0])
+			return false;
+	return true;
+}
+
+static void test_identity(void)
+{
+	struct rng g;
+	struct vrng_cfg cfg = { VRNG_NO_LIMIT, VRNG_DEFAULT_PERIOD_MS };
+
+	if (!rng_new(&g, &cfg)) {
+		CHECK(!"device found");
+		return;
+	}
+	CHECK_EQ(cfg_read(g.t, g.d.devfn, 0x00, 2), 0x1af4);
+	CHECK_EQ(cfg_read(g.t, g.d.devfn, 0x02, 2), 0x1044);
+	CHECK(cfg_read(g.t, g.d.devfn, 0x08, 1) >= 1);	/* 4.1.2.1: revision 1+ */
+	CHECK_EQ(cfg_read(g.t, g.d.devfn, 0x08, 4) >> 8, 0x00ff00);	/* QEMU's class */
+	CHECK(dev_features(&g.d) >> VIRTIO_F_VERSION_1 & 1);
+	CHECK_EQ(mmio_read(g.t, g.d.common + 0x12, 2), 1);	/* num_queues: requestq */
+	/* A queue beyond the one there is reads size 0 (4.1.4.3). */
+	mmio_write(g.t, g.d.common + 0x16, 1, 2);
+	CHECK_EQ(mmio_read(g.t, g.d.common + 0x18, 2), 0);
+	CHECK(vrng_timer_fd(g.r) < 0);	/* no limit, no timer */
+	rng_free(&g);
+}
+
+static void test_fill(void)
+{
+	struct rng g;
+	uint32_t len = 0;
+	int id;
+
+	if (!rng_new(&g, virtio_rng_pci_family.defaults) || !rng_start(&g)) {
+		CHECK(!"device started");
+		rng_free(&g);
+		return;
+	}
+	for (unsigned slot = 0; slot < 2; slot++) {
+		id = offer_one(&g, slot, 64);
+		CHECK(id >= 0 && gq_get_used(&g.q, &len) == id);
+		CHECK_EQ(len, 64);
+		CHECK(!all_same(slot_data(g.t, slot), 64));
+	}
+	CHECK(memcmp(slot_data(g.t, 0), slot_data(g.t, 1), 64));
+	CHECK(irq_take(&g.d, 1, 0) > 0);
+
+	/* Three buffers in one chain: used len counts them all. */
+	struct seg s[3] = {
+		{ data_gpa(2), 10, true, 0 }, { data_gpa(3), 1, true, 0 },
+		{ data_gpa(4), 4000, true, 0 },
+	};
+
+	memset(slot_data(g.t, 4), JUNK, 4000);
+	id = offer(&g, s, 3);
+	CHECK(id >= 0 && gq_get_used(&g.q, &len) == id);
+	CHECK_EQ(len, 4011);
+	CHECK(!all_same(slot_data(g.t, 4), 4000));
+	/* A full ring with one kick, three times over: each once, in order. */
+	for (unsigned round = 0; round < 3; round++) {
+		int ids[NUM];
+
+		for (unsigned i = 0; i < NUM; i++) {
+			struct seg one = { data_gpa(5 + i), 512, true, 0 };
+
+			ids[i] = gq_add(&g.q, &one, 1, false, 0);
+		}
+		gq_kick(&g.q);
+		loop_turn(&g);
+		for (unsigned i = 0; i < NUM; i++)
+			CHECK(ids[i] >= 0 && gq_get_used(&g.q, &len) == ids[i] && len == 512);
+	}
+	CHECK(gq_get_used(&g.q, &len) < 0);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	rng_free(&g);
+}
+
+/* NEEDS_RESET with a config interrupt, nothing used; a reset recovers. */
+static void check_broken_then_reset(struct rng *g)
+{
+	uint32_t len;
+	int id;
+
+	CHECK(vstatus(&g->d) & NEEDS_RESET);
+	CHECK(irq_take(&g->d, 0, 0) > 0);
+	CHECK(gq_get_used(&g->q, &len) < 0);
+	/* Kicking a broken device serves nothing and breaks nothing. */
+	gq_kick(&g->q);
+	loop_turn(g);
+	CHECK(gq_get_used(&g->q, &len) < 0);
+	CHECK(vdev_reset(&g->d));
+	CHECK(rng_start(g));
+	id = offer_one(g, 0, 32);
+	CHECK(id >= 0 && gq_get_used(&g->q, &len) == id);
+	CHECK_EQ(len, 32);
+}
+
+static void test_readable(bool alone)
+{
+	struct rng g;
+	struct vrng_cfg cfg = { VRNG_NO_LIMIT, VRNG_DEFAULT_PERIOD_MS };
+	struct seg s[2] = { { data_gpa(0), 16, false, 0 }, { data_gpa(1), 16, true, 0 } };
+
+	if (!rng_new(&g, &cfg) || !rng_start(&g)) {
+		CHECK(!"device started");
+		rng_free(&g);
+		return;
+	}
+	CHECK(offer(&g, s, alone ? 1 : 2) >= 0);
+	check_broken_then_reset(&g);
+	rng_free(&g);
+}
+
+static void test_outside_ram(uint64_t addr, uint32_t len)
+{
+	struct rng g;
+	struct vrng_cfg cfg = { VRNG_NO_LIMIT, VRNG_DEFAULT_PERIOD_MS };
+	struct seg s[2] = { { data_gpa(0), 16, true, 0 }, { addr, len, true, 0 } };
+
+	if (!rng_new(&g, &cfg) || !rng_start(&g)) {
+		CHECK(!"device started");
+		rng_free(&g);
+		return;
+	}
+	CHECK(offer(&g, s, 2) >= 0);
+	check_broken_then_reset(&g);
+	rng_free(&g);
+}
+
+static void test_rate_limit(void)
+{
+	struct rng g;
+	struct vrng_cfg cfg = { 16, HOUR_MS };
+	struct itimerspec its;
+	uint32_t len = 0;
+	int id[4];
+
+	if (!rng_new(&g, &cfg) || !rng_start(&g)) {
+		CHECK(!"device started");
+		rng_free(&g);
+		return;
+	}
+	CHECK(vrng_timer_fd(g.r) >= 0);
+	/* As QEMU's: a request gets what is left of the quota, at most. */
+	id[0] = offer_one(&g, 0, 64);
+	CHECK(gq_get_used(&g.q, &len) == id[0]);
+	CHECK_EQ(len, 16);
+	CHECK(!all_same(slot_data(g.t, 0), 16));
+	/* The quota is spent: the next request waits, kicked or not. */
+	id[1] = offer_one(&g, 1, 64);
+	CHECK(gq_get_used(&g.q, &len) < 0);
+	gq_kick(&g.q);
+	loop_turn(&g);
+	CHECK(gq_get_used(&g.q, &len) < 0);
+	CHECK(timerfd_gettime(vrng_timer_fd(g.r), &its) == 0);
+	CHECK(its.it_value.tv_sec || its.it_value.tv_nsec);
+	id[2] = offer_one(&g, 2, 8);
+	CHECK(gq_get_used(&g.q, &len) < 0);
+
+	/* Each period serves what its quota covers, in order, once. */
+	period_end(&g);
+	CHECK(gq_get_used(&g.q, &len) == id[1]);
+	CHECK_EQ(len, 16);
+	CHECK(!all_same(slot_data(g.t, 1), 16));
+	CHECK(gq_get_used(&g.q, &len) < 0);
+	period_end(&g);
+	CHECK(gq_get_used(&g.q, &len) == id[2]);
+	CHECK_EQ(len, 8);
+	CHECK(gq_get_used(&g.q, &len) < 0);
+
+	/* The rest of this period's quota goes at once. */
+	id[3] = offer_one(&g, 3, 8);
+	CHECK(gq_get_used(&g.q, &len) == id[3]);
+	CHECK_EQ(len, 8);
+	/* A period that ends with nothing waiting: the next is served at once. */
+	period_end(&g);
+	id[0] = offer_one(&g, 4, 4);
+	CHECK(gq_get_used(&g.q, &len) == id[0]);
+	CHECK_EQ(len, 4);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	rng_free(&g);
+}
+
+/* A reset neither refills the quota nor serves the old ring's requests. */
+static void test_rate_limit_reset(void)
+{
+	struct rng g;
+	struct vrng_cfg cfg = { 16, HOUR_MS };
+	uint32_t len = 0;
+	int id;
+
+	if (!rng_new(&g, &cfg) || !rng_start(&g)) {
+		CHECK(!"device started");
+		rng_free(&g);
+		return;
+	}
+	id = offer_one(&g, 0, 16);
+	CHECK(gq_get_used(&g.q, &len) == id && len == 16);
+	CHECK(offer_one(&g, 1, 16) >= 0);
+	CHECK(vdev_reset(&g.d));
+	period_end(&g);		/* nothing to serve: the ring is gone */
+	CHECK(rng_start(&g));
+	CHECK(gq_get_used(&g.q, &len) < 0);
+	id = offer_one(&g, 2, 32);
+	CHECK(gq_get_used(&g.q, &len) == id && len == 16);
+	CHECK(offer_one(&g, 3, 16) >= 0);
+	CHECK(vdev_reset(&g.d));
+	CHECK(rng_start(&g));
+	id = offer_one(&g, 4, 16);
+	CHECK(gq_get_used(&g.q, &len) < 0);
+	period_end(&g);
+	CHECK(gq_get_used(&g.q, &len) == id && len == 16);
+	rng_free(&g);
+}
+
+/*
+ * VIRTIO 1.2, 3.1.1: nothing is used before DRIVER_OK, not even when a
+ * period ends meanwhile; what waits then is served once it is set.
+ */
+static void test_before_driver_ok(void)
+{
+	struct rng g;
+	struct vrng_cfg cfg = { 16, HOUR_MS };
+	struct seg s = { data_gpa(1), 16, true, 0 };
+	uint64_t c;
+	uint32_t len = 0;
+	int id;
+
+	if (!rng_new(&g, &cfg) || !rng_start(&g)) {
+		CHECK(!"device started");
+		rng_free(&g);
+		return;
+	}
+	c = g.d.common;
+	id = offer_one(&g, 0, 16);
+	CHECK(gq_get_used(&g.q, &len) == id && len == 16);
+	CHECK(vdev_reset(&g.d));
+	/* vdev_init() up to FEATURES_OK and the queue, DRIVER_OK left out. */
+	mmio_write(g.t, c + 0x14, 1 | 2, 1);
+	mmio_write(g.t, c + 0x08, 1, 4);
+	mmio_write(g.t, c + 0x0c, 1, 4);	/* VIRTIO_F_VERSION_1 */
+	mmio_write(g.t, c + 0x14, 1 | 2 | 8, 1);
+	mmio_write(g.t, c + 0x10, 0, 2);
+	msix_setup(&g.d, 2);
+	gq_init(&g.d, &g.q, 0, NUM, false, false);
+	id = gq_add(&g.q, &s, 1, false, 0);
+	period_end(&g);
+	CHECK(gq_get_used(&g.q, &len) < 0);
+	mmio_write(g.t, c + 0x14, 1 | 2 | 8 | 4, 1);
+	loop_turn(&g);
+	CHECK(id >= 0 && gq_get_used(&g.q, &len) == id);
+	CHECK_EQ(len, 16);
+	rng_free(&g);
+}
+
+/* What -device virtio-rng-pci reads: QEMU's names, ranges and defaults. */
+static void test_family(void)
+{
+	const struct device_family *f = &virtio_rng_pci_family;
+	const struct vrng_cfg *def = f->defaults;
+	const struct opt_prop *p = f->spec->props;
+
+	CHECK(!strcmp(f->name, "virtio-rng-pci"));
+	CHECK_EQ(f->cfg_size, sizeof(struct vrng_cfg));
+	CHECK(def->max_bytes >= INT64_MAX);
+	CHECK_EQ(def->period_ms, 65536);
+	CHECK(p[0].name && !strcmp(p[0].name, "max-bytes") && p[0].type == OPT_U64);
+	CHECK_EQ(p[0].offset, offsetof(struct vrng_cfg, max_bytes));
+	CHECK(p[1].name && !strcmp(p[1].name, "period") && p[1].type == OPT_UINT);
+	CHECK_EQ(p[1].offset, offsetof(struct vrng_cfg, period_ms));
+	CHECK_EQ(p[1].min, 1);
+	CHECK(!p[2].name);
+}
+
+int main(void)
+{
+	RUN(test_identity());
+	RUN(test_fill());
+	RUN(test_readable(true));
+	RUN(test_readable(false));
+	RUN(test_outside_ram(RAM_SIZE + 4096, 64));
+	RUN(test_outside_ram(RAM_SIZE - 8, 64));
+	RUN(test_outside_ram(~0ull - 15, 64));
+	RUN(test_rate_limit());
+	RUN(test_rate_limit_reset());
+	RUN(test_before_driver_ok());
+	RUN(test_family());
+	return check_done();
+}
