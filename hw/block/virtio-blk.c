@@ -1124,7 +1124,7 @@ struct vblk *vblk_export_create(const struct blk_drive_cfg *d,
 
 	if (!s)
 		return NULL;
-	s->vu = vu_backend_new(&s->vdev, &s->shared_mem, cfg->socket_path, true);
+	s->vu = vu_backend_new(&s->vdev, &s->shared_mem, cfg->socket_path);
 	if (!s->vu) {
 		vblk_destroy(s);
 		return NULL;

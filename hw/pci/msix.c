@@ -315,16 +315,3 @@ unsigned msix_nr_vectors(const struct pci_device *d)
 {
 	return d->msix ? d->msix->n : 0;
 }
-
-bool msix_enabled(const struct pci_device *d)
-{
-	struct msix *m = d->msix;
-	bool on;
-
-	if (!m)
-		return false;
-	pthread_mutex_lock(&m->lock);
-	on = m->enabled;
-	pthread_mutex_unlock(&m->lock);
-	return on;
-}

@@ -381,11 +381,6 @@ void pci_bus_free(struct pci_bus *bus)
 	free(bus);
 }
 
-const struct irq_chip *pci_bus_irq(const struct pci_bus *bus)
-{
-	return bus->irq;
-}
-
 /* Natural alignment keeps Linux happy to keep our assignment as is. */
 static int pci_assign_bars(struct pci_bus *bus, struct pci_device *d)
 {

@@ -68,7 +68,6 @@ struct vu_backend {
 	struct virtio_device *vdev;
 	struct guest_mem *mem;
 	struct iothread *t;
-	bool threaded;
 	char *path;			/* NULL: no listening socket */
 	int listen_fd;
 	bool listening;			/* listen_fd is on t */
@@ -731,22 +730,6 @@ static void vu_accept(void *opaque)
 		vu_take_conn(vu, fd);
 }
 
-int vu_backend_connect(struct vu_backend *vu, int fd)
-{
-	assert(!vu->threaded);
-	if (vu->conn_fd >= 0) {
-		close(fd);
-		return -1;
-	}
-	return vu_take_conn(vu, fd);
-}
-
-int vu_backend_poll(struct vu_backend *vu, int timeout_ms)
-{
-	assert(!vu->threaded);
-	return iothread_poll(vu->t, timeout_ms);
-}
-
 /*
  * The socket's path is taken under a lock (flock on PATH.lock, beside it),
  * so that two daemons started on one path agree on which serves it: the
@@ -856,7 +839,7 @@ fail:
 }
 
 struct vu_backend *vu_backend_new(struct virtio_device *vdev, struct guest_mem *mem,
-				  const char *path, bool thread)
+				  const char *path)
 {
 	struct vu_backend *vu = calloc(1, sizeof(*vu));
 
@@ -867,11 +850,10 @@ struct vu_backend *vu_backend_new(struct virtio_device *vdev, struct guest_mem *
 	vu->vdev = vdev;
 	vu->mem = mem;
 	vu->listen_fd = vu->conn_fd = vu->lock_fd = -1;
-	vu->threaded = thread;
 	vu->rings = calloc(vdev->nr_queues, sizeof(*vu->rings));
 	vu->t = iothread_new("vhost-user");
 	vu->fault_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!vu->rings || !vu->t || (path && !(vu->path = strdup(path))) ||
+	if (!vu->rings || !vu->t || !(vu->path = strdup(path)) ||
 	    vu->fault_fd < 0 || iothread_add_fd(vu->t, vu->fault_fd, vu_memory_fault, vu) < 0)
 		goto fail;
 	for (unsigned i = 0; i < vdev->nr_queues; i++)
@@ -880,15 +862,13 @@ struct vu_backend *vu_backend_new(struct virtio_device *vdev, struct guest_mem *
 	vdev->transport = &vu_transport_ops;
 	vdev->transport_opaque = vu;
 	pthread_mutex_unlock(&vdev->lock);
-	if (path) {
-		vu->listen_fd = vu_listen(vu, path);
-		if (vu->listen_fd < 0)
-			goto fail;
-		vu_listen_on(vu, true);
-		if (!vu->listening)
-			goto fail;
-	}
-	if (thread && iothread_start(vu->t) < 0) {
+	vu->listen_fd = vu_listen(vu, path);
+	if (vu->listen_fd < 0)
+		goto fail;
+	vu_listen_on(vu, true);
+	if (!vu->listening)
+		goto fail;
+	if (iothread_start(vu->t) < 0) {
 		error_report("vhost-user %s: cannot start its thread: %s", vu_name(vu),
 			     strerror(errno));
 		goto fail;

@@ -10,8 +10,8 @@
 #include <sys/ioctl.h>
 
 #include "../kvm-internal.h"
+#include "accel/kvm-x86.h"
 #include "hw/machine.h"
-#include "hw/x86/pc.h"
 #include "util/log.h"
 #include "x86.h"
 

@@ -20,7 +20,6 @@ int msix_init(struct pci_device *d, unsigned bar, unsigned nr_vectors,
 void msix_free(struct pci_device *d);
 
 unsigned msix_nr_vectors(const struct pci_device *d);
-bool msix_enabled(const struct pci_device *d);
 
 /*
  * Sends vector v, or marks it pending while it (or the whole function) is

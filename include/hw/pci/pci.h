@@ -155,8 +155,6 @@ static inline uint32_t pci_requester_id(const struct pci_device *d)
 	return d->slot << 3;
 }
 
-/* The interrupt controller the bus was made with (MSI-X routes). */
-const struct irq_chip *pci_bus_irq(const struct pci_bus *bus);
 
 /* Little-endian helpers on config space. */
 static inline void pci_set_byte(uint8_t *p, uint8_t v) { p[0] = v; }

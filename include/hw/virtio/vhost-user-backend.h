@@ -24,19 +24,13 @@ struct vu_backend;
 
 /*
  * Serves vdev on a Unix socket created at path (a stale socket there is
- * replaced; anything else is an error), or on no socket at all when path
- * is NULL (vu_backend_connect() then hands it connections).  mem is what
- * vdev->mem points to, empty: the front-end's regions are mapped there.
- * vdev must implement the start_queue and stop_queue operations.  With
- * thread, a control thread of its own serves the socket; without,
- * vu_backend_poll() does.  NULL after one error_report() line.
+ * replaced; anything else is an error), from a control thread of its
+ * own.  mem is what vdev->mem points to, empty: the front-end's regions
+ * are mapped there.  vdev must implement the start_queue and stop_queue
+ * operations.  NULL after one error_report() line.
  */
 struct vu_backend *vu_backend_new(struct virtio_device *vdev, struct guest_mem *mem,
-				  const char *path, bool thread);
-/* Serves the connected socket fd (taken over) next; thread-less only. */
-int vu_backend_connect(struct vu_backend *vu, int fd);
-/* Thread-less: handles what is ready, waiting up to timeout_ms. */
-int vu_backend_poll(struct vu_backend *vu, int timeout_ms);
+				  const char *path);
 /*
  * Ends the connection, if any, as a disconnect does (requests in flight
  * complete first), stops listening and removes the socket.  The device
