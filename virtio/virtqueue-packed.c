@@ -16,7 +16,7 @@
 
 #include "virtqueue-internal.h"
 
-#define EVENT_OFF_MASK ((1u << VRING_PACKED_EVENT_WRAP_SHIFT) - 1)
+#define EVENT_OFF_MASK ((1u << VRING_PACKED_EVENT_F_WRAP_CTR) - 1)
 
 static inline struct vring_packed_desc *packed_ring(const struct virtqueue *vq)
 {
@@ -25,8 +25,8 @@ static inline struct vring_packed_desc *packed_ring(const struct virtqueue *vq)
 
 static inline bool packed_desc_is_avail(uint16_t flags, bool wrap)
 {
-	bool avail = flags & VRING_PACKED_DESC_F_AVAIL;
-	bool used = flags & VRING_PACKED_DESC_F_USED;
+	bool avail = flags & (1u << VRING_PACKED_DESC_F_AVAIL);
+	bool used = flags & (1u << VRING_PACKED_DESC_F_USED);
 
 	return avail != used && avail == wrap;
 }
@@ -53,8 +53,8 @@ int virtqueue_packed_enable(struct virtqueue *vq)
 	if (vq->desc_addr % 16 || vq->driver_addr % 4 || vq->device_addr % 4)
 		return -1;
 	vq->desc = guest_mem_ptr(vq->mem, vq->desc_addr, 16ull * vq->num);
-	vq->driver = guest_mem_ptr(vq->mem, vq->driver_addr, sizeof(struct vring_packed_event));
-	vq->device = guest_mem_ptr(vq->mem, vq->device_addr, sizeof(struct vring_packed_event));
+	vq->driver = guest_mem_ptr(vq->mem, vq->driver_addr, sizeof(struct vring_packed_desc_event));
+	vq->device = guest_mem_ptr(vq->mem, vq->device_addr, sizeof(struct vring_packed_desc_event));
 	if (!vq->desc || !vq->driver || !vq->device)
 		return -1;
 	vq->signalled_used = packed_pos(vq, 0, true);
@@ -172,7 +172,7 @@ void virtqueue_packed_fill(struct virtqueue *vq, const struct vq_elem *elem,
 {
 	unsigned int slot = vq->used_slot + vq->pending;
 	bool wrap = vq->used_wrap ^ ((slot / vq->num) & 1);
-	uint16_t flags = wrap ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED : 0;
+	uint16_t flags = wrap ? (1u << VRING_PACKED_DESC_F_AVAIL) | (1u << VRING_PACKED_DESC_F_USED) : 0;
 	struct vring_packed_desc *d = &packed_ring(vq)[slot % vq->num];
 
 	assert(idx > 0 || vq->pending == 0);
@@ -231,13 +231,13 @@ bool virtqueue_packed_should_notify(struct virtqueue *vq)
 	if (off >= vq->num)
 		return true;
 	/* Notify if the event slot is among those used since the last check. */
-	return packed_dist(vq, packed_pos(vq, off, off_wrap >> VRING_PACKED_EVENT_WRAP_SHIFT), new) - 1 <
+	return packed_dist(vq, packed_pos(vq, off, off_wrap >> VRING_PACKED_EVENT_F_WRAP_CTR), new) - 1 <
 	       packed_dist(vq, old, new);
 }
 
 void virtqueue_packed_set_notification(struct virtqueue *vq, bool enable)
 {
-	struct vring_packed_event *ev = vq->device;
+	struct vring_packed_desc_event *ev = vq->device;
 
 	vq_st16(&ev->flags, enable ? VRING_PACKED_EVENT_FLAG_ENABLE
 				   : VRING_PACKED_EVENT_FLAG_DISABLE);

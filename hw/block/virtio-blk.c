@@ -50,6 +50,8 @@
 #include "virtio/virtio.h"
 #include "virtio-blk-int.h"
 
+/* Not a VIRTIO_BLK_S_* status: the request goes on to the block backend. */
+#define VBLK_S_SUBMIT 0xff
 #define PCI_CLASS_STORAGE_OTHER 0x018000
 
 #define SECTOR_SHIFT 9
@@ -258,7 +260,7 @@ static uint8_t vblk_rw(struct vblk_queue *q, struct vblk_req *r, bool write,
 	if (!write)
 		r->used_len = (uint32_t)(len + 1);	/* len <= VBLK_MAX_RW_LEN */
 	r->expect = len;
-	return 0xff;
+	return VBLK_S_SUBMIT;
 }
 
 static uint8_t vblk_zeroes(struct vblk_queue *q, struct vblk_req *r, uint32_t type,
@@ -295,7 +297,7 @@ static uint8_t vblk_zeroes(struct vblk_queue *q, struct vblk_req *r, uint32_t ty
 	r->br.len = (uint64_t)nsec << SECTOR_SHIFT;
 	r->br.unmap = flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP;
 	r->br.fua = type == VIRTIO_BLK_T_WRITE_ZEROES && s->writethrough;
-	return 0xff;
+	return VBLK_S_SUBMIT;
 }
 
 /*
@@ -341,7 +343,7 @@ static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why
 		break;
 	case VIRTIO_BLK_T_FLUSH:
 		r->br.op = BLK_OP_FLUSH;
-		st = 0xff;
+		st = VBLK_S_SUBMIT;
 		break;
 	case VIRTIO_BLK_T_GET_ID: {
 		size_t n = iov_size(e->in_sg, in_num);
@@ -361,7 +363,7 @@ static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why
 		st = VIRTIO_BLK_S_UNSUPP;
 		break;
 	}
-	if (st == 0xff)
+	if (st == VBLK_S_SUBMIT)
 		return 1;
 	r->status = st;
 	if (st != VIRTIO_BLK_S_OK)

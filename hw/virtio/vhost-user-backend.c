@@ -165,8 +165,8 @@ static int vu_ring_setup(struct vu_backend *vu, unsigned i, struct vhost_user_er
 	if (!r->num || !r->addr_set)
 		return vhost_user_fail(e, "ring %u started before its size and addresses", i);
 	dlen = packed ? 16ull * r->num : vring_split_desc_size(r->num);
-	alen = packed ? sizeof(struct vring_packed_event) : vring_split_avail_size(r->num);
-	ulen = packed ? sizeof(struct vring_packed_event) : vring_split_used_size(r->num);
+	alen = packed ? sizeof(struct vring_packed_desc_event) : vring_split_avail_size(r->num);
+	ulen = packed ? sizeof(struct vring_packed_desc_event) : vring_split_used_size(r->num);
 	if (!guest_mem_uva_to_gpa(vu->mem, r->desc, dlen, &desc) ||
 	    !guest_mem_uva_to_gpa(vu->mem, r->avail, alen, &avail) ||
 	    !guest_mem_uva_to_gpa(vu->mem, r->used, ulen, &used))

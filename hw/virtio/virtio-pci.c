@@ -10,6 +10,7 @@
  * is one atomic exchange.
  */
 #include <errno.h>
+#include <linux/virtio_pci.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -21,13 +22,6 @@
 #include "util/log.h"
 #include "virtio/virtio.h"
 
-/* Capability cfg_type values. */
-#define CAP_COMMON 1
-#define CAP_NOTIFY 2
-#define CAP_ISR 3
-#define CAP_DEVICE 4
-#define CAP_PCI_CFG 5
-
 /* BAR 4 layout: one page per structure. */
 #define VP_BAR 4
 #define VP_MSIX_BAR 1
@@ -38,26 +32,8 @@
 #define REGION_LEN 0x1000
 #define NOTIFY_MULT 4
 
-/* Common configuration structure (4.1.4.3). */
-#define CC_DFSELECT 0x00
-#define CC_DF 0x04
-#define CC_GFSELECT 0x08
-#define CC_GF 0x0c
-#define CC_MSIX_CONFIG 0x10
-#define CC_NUM_QUEUES 0x12
-#define CC_STATUS 0x14
-#define CC_CFG_GENERATION 0x15
-#define CC_Q_SELECT 0x16
-#define CC_Q_SIZE 0x18
-#define CC_Q_MSIX_VECTOR 0x1a
-#define CC_Q_ENABLE 0x1c
-#define CC_Q_NOTIFY_OFF 0x1e
-#define CC_Q_DESC 0x20
-#define CC_Q_DRIVER 0x28
-#define CC_Q_DEVICE 0x30
-
+/* The ISR's queue bit; <linux/virtio_pci.h> names only the config bit. */
 #define ISR_QUEUE 0x1
-#define ISR_CONFIG 0x2
 
 struct virtio_pci {
 	struct pci_device pci;
@@ -202,17 +178,17 @@ static uint64_t get_half(uint64_t reg, uint64_t off, unsigned size)
 /* Width each field must be accessed with; 64-bit fields also as two dwords. */
 static unsigned common_width(uint64_t off)
 {
-	if (off <= CC_GF)
+	if (off <= VIRTIO_PCI_COMMON_GF)
 		return off % 4 ? 0 : 4;
-	if (off >= CC_Q_DESC && off < CC_Q_DEVICE + 8)
+	if (off >= VIRTIO_PCI_COMMON_Q_DESCLO && off < VIRTIO_PCI_COMMON_Q_USEDLO + 8)
 		return 8;
 	switch (off) {
-	case CC_STATUS:
-	case CC_CFG_GENERATION:
+	case VIRTIO_PCI_COMMON_STATUS:
+	case VIRTIO_PCI_COMMON_CFGGENERATION:
 		return 1;
-	case CC_MSIX_CONFIG: case CC_NUM_QUEUES: case CC_Q_SELECT:
-	case CC_Q_SIZE: case CC_Q_MSIX_VECTOR: case CC_Q_ENABLE:
-	case CC_Q_NOTIFY_OFF:
+	case VIRTIO_PCI_COMMON_MSIX: case VIRTIO_PCI_COMMON_NUMQ: case VIRTIO_PCI_COMMON_Q_SELECT:
+	case VIRTIO_PCI_COMMON_Q_SIZE: case VIRTIO_PCI_COMMON_Q_MSIX: case VIRTIO_PCI_COMMON_Q_ENABLE:
+	case VIRTIO_PCI_COMMON_Q_NOFF:
 		return 2;
 	}
 	return 0;
@@ -235,40 +211,40 @@ static uint64_t vp_common_read(struct virtio_pci *vp, uint64_t off, unsigned siz
 	if (!common_access_ok(off, size))
 		return 0;
 	switch (off) {
-	case CC_DFSELECT:
+	case VIRTIO_PCI_COMMON_DFSELECT:
 		return vp->dfselect;
-	case CC_DF:
+	case VIRTIO_PCI_COMMON_DF:
 		return vp->dfselect < 2 ? (uint32_t)(vdev->host_features >> (32 * vp->dfselect)) : 0;
-	case CC_GFSELECT:
+	case VIRTIO_PCI_COMMON_GFSELECT:
 		return vp->gfselect;
-	case CC_GF:
+	case VIRTIO_PCI_COMMON_GF:
 		return vp->gfselect < 2 ? (uint32_t)(vp->driver_features >> (32 * vp->gfselect)) : 0;
-	case CC_MSIX_CONFIG:
+	case VIRTIO_PCI_COMMON_MSIX:
 		return vp->msix_config;
-	case CC_NUM_QUEUES:
+	case VIRTIO_PCI_COMMON_NUMQ:
 		return vdev->nr_queues;
-	case CC_STATUS:
+	case VIRTIO_PCI_COMMON_STATUS:
 		return virtio_get_status(vdev);
-	case CC_CFG_GENERATION:
+	case VIRTIO_PCI_COMMON_CFGGENERATION:
 		return vdev->config_generation;
-	case CC_Q_SELECT:
+	case VIRTIO_PCI_COMMON_Q_SELECT:
 		return vp->queue_sel;
 	}
 	if (!q)
-		return off == CC_Q_MSIX_VECTOR ? VIRTIO_NO_VECTOR : 0;
+		return off == VIRTIO_PCI_COMMON_Q_MSIX ? VIRTIO_NO_VECTOR : 0;
 	switch (off) {
-	case CC_Q_SIZE:
+	case VIRTIO_PCI_COMMON_Q_SIZE:
 		return q->vq.num;
-	case CC_Q_MSIX_VECTOR:
+	case VIRTIO_PCI_COMMON_Q_MSIX:
 		return q->vector;
-	case CC_Q_ENABLE:
+	case VIRTIO_PCI_COMMON_Q_ENABLE:
 		return q->ready;
-	case CC_Q_NOTIFY_OFF:
+	case VIRTIO_PCI_COMMON_Q_NOFF:
 		return vp->queue_sel;
 	}
-	if (off < CC_Q_DRIVER)
+	if (off < VIRTIO_PCI_COMMON_Q_AVAILLO)
 		return get_half(q->vq.desc_addr, off, size);
-	if (off < CC_Q_DEVICE)
+	if (off < VIRTIO_PCI_COMMON_Q_USEDLO)
 		return get_half(q->vq.driver_addr, off, size);
 	return get_half(q->vq.device_addr, off, size);
 }
@@ -282,46 +258,46 @@ static void vp_common_write(struct virtio_pci *vp, uint64_t off, uint64_t val,
 	if (!common_access_ok(off, size))
 		return;
 	switch (off) {
-	case CC_DFSELECT:
+	case VIRTIO_PCI_COMMON_DFSELECT:
 		vp->dfselect = val;
 		return;
-	case CC_GFSELECT:
+	case VIRTIO_PCI_COMMON_GFSELECT:
 		vp->gfselect = val;
 		return;
-	case CC_GF:
+	case VIRTIO_PCI_COMMON_GF:
 		if (vp->gfselect < 2 && !(vdev->status & VIRTIO_CONFIG_S_FEATURES_OK))
 			set_half(&vp->driver_features, vp->gfselect * 4, val, 4);
 		return;
-	case CC_MSIX_CONFIG:
+	case VIRTIO_PCI_COMMON_MSIX:
 		vp->msix_config = vp_vector(vp, val);
 		return;
-	case CC_STATUS:
+	case VIRTIO_PCI_COMMON_STATUS:
 		vp_write_status(vp, val);
 		return;
-	case CC_Q_SELECT:
+	case VIRTIO_PCI_COMMON_Q_SELECT:
 		vp->queue_sel = val;
 		return;
 	}
 	if (!q)
 		return;
-	if (off == CC_Q_MSIX_VECTOR) {
+	if (off == VIRTIO_PCI_COMMON_Q_MSIX) {
 		q->vector = vp_vector(vp, val);
 		return;
 	}
-	if (off == CC_Q_ENABLE) {
+	if (off == VIRTIO_PCI_COMMON_Q_ENABLE) {
 		vp_write_queue_enable(vp, vp->queue_sel, val);
 		return;
 	}
 	/* A live queue's size and addresses belong to the device now. */
 	if (q->ready)
 		return;
-	if (off == CC_Q_SIZE)
+	if (off == VIRTIO_PCI_COMMON_Q_SIZE)
 		vp_write_queue_size(vp, q, val);
-	else if (off >= CC_Q_DESC && off < CC_Q_DRIVER)
+	else if (off >= VIRTIO_PCI_COMMON_Q_DESCLO && off < VIRTIO_PCI_COMMON_Q_AVAILLO)
 		set_half(&q->vq.desc_addr, off, val, size);
-	else if (off >= CC_Q_DRIVER && off < CC_Q_DEVICE)
+	else if (off >= VIRTIO_PCI_COMMON_Q_AVAILLO && off < VIRTIO_PCI_COMMON_Q_USEDLO)
 		set_half(&q->vq.driver_addr, off, val, size);
-	else if (off >= CC_Q_DEVICE)
+	else if (off >= VIRTIO_PCI_COMMON_Q_USEDLO)
 		set_half(&q->vq.device_addr, off, val, size);
 }
 
@@ -419,7 +395,7 @@ static void vp_notify_config(struct virtio_device *vdev)
 {
 	struct virtio_pci *vp = vdev->transport_opaque;
 
-	__atomic_or_fetch(&vp->isr, ISR_CONFIG, __ATOMIC_SEQ_CST);
+	__atomic_or_fetch(&vp->isr, VIRTIO_PCI_ISR_CONFIG, __ATOMIC_SEQ_CST);
 	if (vp->msix_config != VIRTIO_NO_VECTOR)
 		msix_notify(&vp->pci, vp->msix_config);
 }
@@ -504,18 +480,18 @@ static int vp_add_caps(struct virtio_pci *vp)
 	struct pci_device *d = &vp->pci;
 	int notify;
 
-	if (vp_add_cap(d, CAP_COMMON, COMMON_OFF, REGION_LEN, 0) < 0 ||
-	    vp_add_cap(d, CAP_ISR, ISR_OFF, 4, 0) < 0 ||
+	if (vp_add_cap(d, VIRTIO_PCI_CAP_COMMON_CFG, COMMON_OFF, REGION_LEN, 0) < 0 ||
+	    vp_add_cap(d, VIRTIO_PCI_CAP_ISR_CFG, ISR_OFF, 4, 0) < 0 ||
 	    (vp->vdev->config_len &&
-	     vp_add_cap(d, CAP_DEVICE, DEVICE_OFF, vp->vdev->config_len, 0) < 0))
+	     vp_add_cap(d, VIRTIO_PCI_CAP_DEVICE_CFG, DEVICE_OFF, vp->vdev->config_len, 0) < 0))
 		return -1;
-	notify = vp_add_cap(d, CAP_NOTIFY, NOTIFY_OFF,
+	notify = vp_add_cap(d, VIRTIO_PCI_CAP_NOTIFY_CFG, NOTIFY_OFF,
 			    vp->vdev->nr_queues * NOTIFY_MULT, 4);
 	if (notify < 0)
 		return -1;
 	pci_set_long(&d->cfg[notify + 16], NOTIFY_MULT);
 
-	int cfg = vp_add_cap(d, CAP_PCI_CFG, 0, 0, 4);
+	int cfg = vp_add_cap(d, VIRTIO_PCI_CAP_PCI_CFG, 0, 0, 4);
 
 	if (cfg < 0)
 		return -1;

@@ -2,6 +2,7 @@
 #ifndef BRISK_VIRTIO_VIRTIO_H
 #define BRISK_VIRTIO_VIRTIO_H
 
+#include <linux/virtio_config.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,14 +11,11 @@
 #include "util/guest-mem.h"
 #include "virtio/virtqueue.h"
 
-/* Device status bits (VIRTIO 1.2, 2.1). */
-#define VIRTIO_CONFIG_S_ACKNOWLEDGE 1
-#define VIRTIO_CONFIG_S_DRIVER 2
-#define VIRTIO_CONFIG_S_DRIVER_OK 4
-#define VIRTIO_CONFIG_S_FEATURES_OK 8
-#define VIRTIO_CONFIG_S_NEEDS_RESET 0x40
-#define VIRTIO_CONFIG_S_FAILED 0x80
-
+/*
+ * Device status bits (VIRTIO 1.2, 2.1) and feature bits are the kernel's
+ * <linux/virtio_config.h>.  No interrupt vector: the value virtio-pci
+ * gives it (VIRTIO_MSI_NO_VECTOR), named here for a core that knows no PCI.
+ */
 #define VIRTIO_NO_VECTOR 0xffff
 
 struct virtio_device;

@@ -3,67 +3,18 @@
 #define BRISK_VIRTIO_VIRTIO_RING_H
 
 /*
- * Ring layouts as they sit in guest memory (VIRTIO 1.2, 2.7 and 2.8).
- * All fields are little-endian.
+ * Rings as they sit in guest memory (VIRTIO 1.2, 2.7 and 2.8); all fields
+ * little-endian.
  */
 
+#include <linux/virtio_ring.h>
 #include <stdint.h>
 
-/* Descriptor flags, both ring kinds. */
-#define VRING_DESC_F_NEXT 1
-#define VRING_DESC_F_WRITE 2
-#define VRING_DESC_F_INDIRECT 4
-/* Packed ring only: availability and use are the two bits vs. wrap counters. */
-#define VRING_PACKED_DESC_F_AVAIL (1u << 7)
-#define VRING_PACKED_DESC_F_USED (1u << 15)
-
-/* Split ring: avail->flags and used->flags. */
-#define VRING_AVAIL_F_NO_INTERRUPT 1
-#define VRING_USED_F_NO_NOTIFY 1
-
-/* Packed ring event suppression flags. */
-#define VRING_PACKED_EVENT_FLAG_ENABLE 0
-#define VRING_PACKED_EVENT_FLAG_DISABLE 1
-#define VRING_PACKED_EVENT_FLAG_DESC 2
-#define VRING_PACKED_EVENT_WRAP_SHIFT 15
-
-struct vring_desc {
-	uint64_t addr;
-	uint32_t len;
-	uint16_t flags;
-	uint16_t next;
-};
-
-/* ring[num] follows, then used_event (EVENT_IDX). */
-struct vring_avail {
-	uint16_t flags;
-	uint16_t idx;
-	uint16_t ring[];
-};
-
-struct vring_used_elem {
-	uint32_t id;
-	uint32_t len;
-};
-
-/* ring[num] follows, then avail_event (EVENT_IDX). */
-struct vring_used {
-	uint16_t flags;
-	uint16_t idx;
-	struct vring_used_elem ring[];
-};
-
-struct vring_packed_desc {
-	uint64_t addr;
-	uint32_t len;
-	uint16_t id;
-	uint16_t flags;
-};
-
-struct vring_packed_event {
-	uint16_t off_wrap;
-	uint16_t flags;
-};
+/*
+ * The layouts, flags and vring_need_event() are the kernel's
+ * <linux/virtio_ring.h>; its packed-ring flags are bit numbers
+ * (1u << VRING_PACKED_DESC_F_AVAIL), as the kernel's drivers use them.
+ */
 
 /* Sizes of the three split ring areas for a queue of num entries. */
 static inline uint64_t vring_split_desc_size(unsigned num)
@@ -79,15 +30,6 @@ static inline uint64_t vring_split_avail_size(unsigned num)
 static inline uint64_t vring_split_used_size(unsigned num)
 {
 	return 6ull + 8ull * num;
-}
-
-/*
- * EVENT_IDX test shared by both ring kinds: did moving from old to new
- * (exclusive) pass event?  Free-running 16-bit arithmetic.
- */
-static inline int vring_need_event(uint16_t event, uint16_t new_idx, uint16_t old)
-{
-	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old);
 }
 
 #endif

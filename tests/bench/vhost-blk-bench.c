@@ -135,7 +135,7 @@ static void kick_if_wanted(struct bq *q)
 		kick = vring_need_event(ev, d->avail_idx, q->kick_old);
 		q->kick_old = d->avail_idx;
 	} else {
-		struct vring_packed_event *e = drv_ptr(d, d->device);
+		struct vring_packed_desc_event *e = drv_ptr(d, d->device);
 		uint16_t flags = __atomic_load_n(&e->flags, __ATOMIC_RELAXED);
 		unsigned n = 2 * d->num, old = q->pk_old + (q->pk_old_wrap ? 0 : d->num);
 		unsigned cur = d->next_avail + (d->avail_wrap ? 0 : d->num);
@@ -168,7 +168,7 @@ static void want_interrupts(struct bq *q, bool on)
 				 (uint16_t)(on ? d->last_used_idx : d->last_used_idx - 1),
 				 __ATOMIC_RELAXED);
 	} else {
-		struct vring_packed_event *e = drv_ptr(d, d->driver);
+		struct vring_packed_desc_event *e = drv_ptr(d, d->driver);
 
 		__atomic_store_n(&e->flags, on ? VRING_PACKED_EVENT_FLAG_ENABLE :
 				 VRING_PACKED_EVENT_FLAG_DISABLE, __ATOMIC_RELAXED);

@@ -790,7 +790,7 @@ static inline int gq_add(struct gq *q, const struct seg *s, unsigned n, bool ind
 		uint16_t fl = (uint16_t)((s[k].write ? VRING_DESC_F_WRITE : 0) |
 			      (k + 1 < n ? VRING_DESC_F_NEXT : 0) | s[k].flags);
 
-		fl |= q->avail_wrap ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
+		fl |= q->avail_wrap ? (1u << VRING_PACKED_DESC_F_AVAIL) : (1u << VRING_PACKED_DESC_F_USED);
 		desc[q->next_avail].addr = s[k].addr;
 		desc[q->next_avail].len = s[k].len;
 		desc[q->next_avail].id = id;
@@ -832,7 +832,7 @@ static inline int gq_get_used(struct gq *q, uint32_t *len)
 	}
 	struct vring_packed_desc *desc = gpa(t, q->desc);
 	uint16_t fl = __atomic_load_n(&desc[q->last_used_slot].flags, __ATOMIC_ACQUIRE);
-	bool avail = fl & VRING_PACKED_DESC_F_AVAIL, used = fl & VRING_PACKED_DESC_F_USED;
+	bool avail = fl & (1u << VRING_PACKED_DESC_F_AVAIL), used = fl & (1u << VRING_PACKED_DESC_F_USED);
 
 	if (avail != used || used != q->used_wrap)
 		return -1;

@@ -1492,7 +1492,7 @@ static void test_inuse_hostile(bool packed)
 
 		/* Slot 0 of the second lap: the driver's wrap counter is 0 now. */
 		__atomic_store_n(&ring[0].flags, (uint16_t)(VRING_DESC_F_INDIRECT |
-				 VRING_PACKED_DESC_F_USED), __ATOMIC_RELEASE);
+				 (1u << VRING_PACKED_DESC_F_USED)), __ATOMIC_RELEASE);
 	} else {
 		struct vring_avail *av = gpa(t, q.avail);
 

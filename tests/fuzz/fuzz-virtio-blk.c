@@ -121,7 +121,7 @@ static unsigned packed_chains(struct drv *d, uint16_t *ndescs)
 		uint16_t fl = le16toh(ring[slot].flags);
 		unsigned n = 0;
 
-		if (!(fl & VRING_PACKED_DESC_F_AVAIL) || (fl & VRING_PACKED_DESC_F_USED))
+		if (!(fl & (1u << VRING_PACKED_DESC_F_AVAIL)) || (fl & (1u << VRING_PACKED_DESC_F_USED)))
 			break;
 		do {
 			fl = le16toh(ring[slot].flags);
@@ -148,7 +148,7 @@ static unsigned used_count(struct drv *d, const uint16_t *ndescs, unsigned chain
 		uint16_t fl = ld16(ring + 16 * slot + 14);
 		uint16_t id = ld16(ring + 16 * slot + 12);
 
-		if (!(fl & VRING_PACKED_DESC_F_AVAIL) || !(fl & VRING_PACKED_DESC_F_USED) ||
+		if (!(fl & (1u << VRING_PACKED_DESC_F_AVAIL)) || !(fl & (1u << VRING_PACKED_DESC_F_USED)) ||
 		    id >= chains)
 			break;
 		slot += ndescs[id];
@@ -206,12 +206,12 @@ static void reoffer(struct drv *d, unsigned round)
 {
 	if (d->packed) {
 		/* Marked available for the lap after round + 1 laps. */
-		uint16_t mark = round & 1 ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
+		uint16_t mark = round & 1 ? (1u << VRING_PACKED_DESC_F_AVAIL) : (1u << VRING_PACKED_DESC_F_USED);
 		struct vring_packed_desc *ring = (void *)(d->ram + d->desc);
 
 		for (unsigned i = 0; i < d->num; i++)
 			__atomic_store_n(&ring[i].flags, htole16((uint16_t)((le16toh(ring[i].flags) &
-					 ~(VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED)) | mark)),
+					 ~((1u << VRING_PACKED_DESC_F_AVAIL) | (1u << VRING_PACKED_DESC_F_USED))) | mark)),
 					 __ATOMIC_RELEASE);
 	} else {
 		uint16_t *idx = (uint16_t *)(d->ram + d->driver + 2);

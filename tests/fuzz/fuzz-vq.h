@@ -43,11 +43,11 @@ static inline void fuzz_vq_reoffer(struct virtqueue *vq)
 		return;
 	}
 	struct vring_packed_desc *ring = vq->desc;
-	uint16_t mark = vq->last_avail_wrap ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
+	uint16_t mark = vq->last_avail_wrap ? (1u << VRING_PACKED_DESC_F_AVAIL) : (1u << VRING_PACKED_DESC_F_USED);
 
 	for (unsigned i = 0; i < vq->num; i++)
 		ring[i].flags = htole16((uint16_t)((le16toh(ring[i].flags) &
-			~(VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED)) | mark));
+			~((1u << VRING_PACKED_DESC_F_AVAIL) | (1u << VRING_PACKED_DESC_F_USED))) | mark));
 }
 
 /* What a device does with a buffer: read what it may read, write the rest. */

@@ -407,7 +407,7 @@ static void test_notify_packed(void)
 {
 	struct vq_driver d;
 	struct virtqueue vq;
-	struct vring_packed_event *drv_ev, *dev_ev;
+	struct vring_packed_desc_event *drv_ev, *dev_ev;
 	unsigned int num = 8;
 
 	drv_init(&d, true, num, RAM_SIZE);
@@ -431,7 +431,7 @@ static void test_notify_packed(void)
 	pop_push(&d, &vq);	/* 12 -> 15 */
 	CHECK(!virtqueue_should_notify(&vq));
 	/* Slot 1 again, one lap on (wrap counter back to 1). */
-	drv_ev->off_wrap = 1 | (1u << VRING_PACKED_EVENT_WRAP_SHIFT);
+	drv_ev->off_wrap = 1 | (1u << VRING_PACKED_EVENT_F_WRAP_CTR);
 	pop_push(&d, &vq);	/* 15 -> 18, i.e. slot 2 wrap 1: passes slot 1 */
 	CHECK(virtqueue_should_notify(&vq));
 	pop_push(&d, &vq);	/* 18 -> 21 */
@@ -532,7 +532,7 @@ static void test_inuse_bound(bool packed)
 	if (packed) {
 		struct vring_packed_desc *ring = drv_ptr(&d, d.desc);
 		/* The device is on its second lap: wrap counter 0. */
-		uint16_t lap2 = VRING_PACKED_DESC_F_USED;
+		uint16_t lap2 = (1u << VRING_PACKED_DESC_F_USED);
 
 		ring[1].flags = lap2;
 	} else {
@@ -733,7 +733,7 @@ static void p_endless(struct vq_driver *d)
 {
 	for (unsigned int i = 0; i < d->num; i++)
 		pdesc(d, i)->flags = VRING_DESC_F_NEXT |
-			(i == 0 ? VRING_PACKED_DESC_F_AVAIL : 0);
+			(i == 0 ? (1u << VRING_PACKED_DESC_F_AVAIL) : 0);
 	for (unsigned int i = 0; i < d->num; i++)
 		pdesc(d, i)->len = 1, pdesc(d, i)->addr = d->data;
 }
@@ -887,9 +887,9 @@ static uint16_t rnd_flags(unsigned int *seed)
 	if (rand_r(seed) % 12 == 0)
 		f |= VRING_DESC_F_INDIRECT;
 	if (rand_r(seed) % 4)
-		f |= VRING_PACKED_DESC_F_AVAIL;
+		f |= (1u << VRING_PACKED_DESC_F_AVAIL);
 	if (rand_r(seed) % 4 == 0)
-		f |= VRING_PACKED_DESC_F_USED;
+		f |= (1u << VRING_PACKED_DESC_F_USED);
 	return f;
 }
 

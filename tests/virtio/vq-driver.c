@@ -149,7 +149,7 @@ static int split_add(struct vq_driver *d, const struct drv_seg *segs, unsigned i
 
 static uint16_t packed_avail_bits(bool wrap)
 {
-	return wrap ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
+	return wrap ? (1u << VRING_PACKED_DESC_F_AVAIL) : (1u << VRING_PACKED_DESC_F_USED);
 }
 
 static int packed_add(struct vq_driver *d, const struct drv_seg *segs, unsigned int n, bool indirect)
@@ -239,7 +239,7 @@ static int packed_reap(struct vq_driver *d, uint16_t *id, uint32_t *len)
 {
 	struct vring_packed_desc *ring = drv_ptr(d, d->desc);
 	uint16_t flags = __atomic_load_n(&ring[d->last_used].flags, __ATOMIC_ACQUIRE);
-	bool avail = flags & VRING_PACKED_DESC_F_AVAIL, used = flags & VRING_PACKED_DESC_F_USED;
+	bool avail = flags & (1u << VRING_PACKED_DESC_F_AVAIL), used = flags & (1u << VRING_PACKED_DESC_F_USED);
 	unsigned int next;
 
 	if (avail != used || used != d->used_wrap)
