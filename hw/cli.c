@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hw/block/virtio-blk.h"
+#include "hw/char/chardev-socket.h"
 #include "hw/cli.h"
 #include "hw/device.h"
 #include "util/log.h"
@@ -193,9 +194,9 @@ static const struct opt_prop action_props[] = {
 	  .names = (const char *const[]){ "exit-failure", "shutdown", "none", NULL },
 	  .vals = (const int[]){ PANIC_EXIT_FAILURE, PANIC_SHUTDOWN, PANIC_NONE },
 	  .def = "exit-failure", .help = "pvpanic: exit 2, exit 0, or nothing" },
-	{ "reboot", OPT_ENUM, 0, OPT_NOSTORE, .names = (const char *const[]){ "shutdown", NULL },
+	{ "reboot", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE, .names = (const char *const[]){ "shutdown", NULL },
 	  .why = "a guest reboot always ends brisk", .help = "always so" },
-	{ "shutdown", OPT_ENUM, 0, OPT_NOSTORE,
+	{ "shutdown", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE,
 	  .names = (const char *const[]){ "poweroff", NULL },
 	  .why = "a guest shutdown always ends brisk", .help = "always so" },
 	{ NULL },
@@ -207,7 +208,7 @@ static const struct opt_prop rtc_props[] = {
 	{ "base", OPT_ENUM, OPT_AT(struct cli_opts, board.rtc_base, int),
 	  .names = (const char *const[]){ "utc", "localtime", NULL },
 	  .def = "utc", .help = "the time zone the RTC keeps" },
-	{ "clock", OPT_ENUM, 0, OPT_NOSTORE, .names = (const char *const[]){ "host", NULL },
+	{ "clock", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE, .names = (const char *const[]){ "host", NULL },
 	  .why = "the RTC follows the host's clock", .help = "always so" },
 	{ NULL },
 };
@@ -219,7 +220,7 @@ static const struct opt_spec rtc_spec = { "-rtc", NULL, rtc_props };
  * speed (a PVM-enabled kernel on kvm_pvm does run).
  */
 static const struct opt_prop accel_props[] = {
-	{ "accel", OPT_ENUM, 0, OPT_NOSTORE | OPT_REQUIRED,
+	{ "accel", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE | OPT_REQUIRED,
 	  .names = (const char *const[]){ "kvm", NULL }, .why = "brisk has only kvm",
 	  .help = "the accelerator" },
 	{ "check", OPT_BOOL, OPT_AT(struct cli_opts, kvm_check, bool), .def = "on",
@@ -233,7 +234,7 @@ static const struct opt_spec accel_spec = { "-accel", "accel", accel_props };
  * architecture, so TYPE is only checked against QEMU's names for it.
  */
 static const struct opt_prop machine_props[] = {
-	{ "type", OPT_ENUM, 0, OPT_NOSTORE,
+	{ "type", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE,
 	  .names = (const char *const[]){ "pc", "q35", "virt", "microvm", NULL },
 	  .why = "not a name of brisk's one board", .help = "the board" },
 	/* accel=kvm, or a list of fallbacks that tries KVM first. */
@@ -249,8 +250,9 @@ static int parse_machine(const char *arg, struct cli_opts *o)
 {
 	if (parse_list(&machine_spec, arg, o))
 		return -1;
+	/* kvm, or kvm:FALLBACK[:...]: KVM is tried first and always there. */
 	if (o->machine_accel[0] && strcmp(o->machine_accel, "kvm") &&
-	    strncmp(o->machine_accel, "kvm:", 4)) {
+	    (strncmp(o->machine_accel, "kvm:", 4) || !o->machine_accel[4])) {
 		error_report("-machine: accel=%s: brisk has only kvm (accel=kvm)",
 			     o->machine_accel);
 		return -1;
@@ -350,7 +352,7 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *name,
 	case OPT_DEVICE: return parse_device(arg, o);
 	case OPT_DRIVE: return add_blk(o, CLI_BLK_DRIVE, arg, &blk_drive_spec);
 	case OPT_EXPORT: return add_blk(o, CLI_BLK_EXPORT, arg, &blk_export_spec);
-	case OPT_CHARDEV: return add_blk(o, CLI_BLK_CHARDEV, arg, &blk_chardev_spec);
+	case OPT_CHARDEV: return add_blk(o, CLI_BLK_CHARDEV, arg, &chardev_socket_spec);
 	case OPT_TIMEOUT: return parse_list(&timeout_spec, arg, o);
 	case OPT_NOGRAPHIC: return 0;	/* brisk has no display anyway */
 	case OPT_NOREBOOT: return 0;	/* a guest reboot always ends brisk */

@@ -3,7 +3,8 @@
  * vhost-user-blk-pci: a virtio-blk disk of the guest served by another
  * process (qemu-storage-daemon, brisk -export, SPDK...) over vhost-user.
  *
- *   -chardev socket,id=c0,path=/run/d0.sock[,reconnect=SECONDS]   (or fd=N)
+ *   -chardev socket,id=c0,path=/run/d0.sock[,reconnect=SECONDS]   (or fd=N;
+ *                                                  hw/char/chardev-socket.c)
  *   -device vhost-user-blk-pci,chardev=c0[,num-queues=N][,queue-size=N][,packed=on]
  *
  * brisk is the virtio-pci transport only: the guest's requests go from its
@@ -14,14 +15,13 @@
  */
 #include <endian.h>
 #include <errno.h>
-#include <limits.h>
 #include <linux/virtio_blk.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "hw/block/virtio-blk.h"
+#include "hw/char/chardev-socket.h"
 #include "hw/device.h"
 #include "hw/machine.h"
 #include "hw/virtio/vhost-user-frontend.h"
@@ -35,7 +35,6 @@
 #define VUBLK_PCI_CLASS 0x018000
 /* VIRTIO 1.1's struct virtio_blk_config, up to write_zeroes_may_unmap. */
 #define VUBLK_CONFIG_LEN offsetof(struct virtio_blk_config, max_secure_erase_sectors)
-#define VUBLK_MAX_RECONNECT_S 3600
 
 /*
  * The features whose config fields lie within VUBLK_CONFIG_LEN and whose
@@ -58,25 +57,6 @@ struct vublk {
 };
 
 /* ---- the command line ---- */
-
-#define C(f, t) OPT_AT(struct blk_chardev_cfg, f, t)
-static const struct opt_prop chardev_props[] = {
-	{ "id", OPT_ID, C(id, char *), OPT_REQUIRED,
-	  .help = "the name -device vhost-user-blk-pci chardev= uses" },
-	{ "path", OPT_STR, C(path, char *), .help = "the back-end's Unix socket" },
-	{ "reconnect", OPT_UINT, C(reconnect_s, unsigned), .max = VUBLK_MAX_RECONNECT_S,
-	  .def = "0 (never)", .help = "seconds between tries to reach a lost back-end" },
-	{ "server", OPT_ENUM, 0, OPT_NOSTORE,
-	  .names = (const char *const[]){ "off", "no", "false", NULL }, .def = "off",
-	  .why = "brisk connects to a back-end that listens",
-	  .help = "brisk is the client" },
-	/* An inherited socket, already connected (QEMU's fd=). */
-	{ "fd", OPT_UINT, C(fd, int), .max = INT_MAX,
-	  .help = "an inherited socket, already connected" },
-	{ NULL },
-};
-#undef C
-const struct opt_spec blk_chardev_spec = { "-chardev socket", NULL, chardev_props };
 
 #define U(f, t) OPT_AT(struct vublk_cfg, f, t)
 static const struct opt_prop vublk_props[] = {
@@ -102,25 +82,17 @@ static const struct opt_spec vublk_spec = {
 
 int blk_cmdline_chardev(struct blk_cmdline *c, const char *arg)
 {
-	struct blk_chardev_cfg cd = { .fd = -1 };
+	struct blk_chardev_cfg cd = { 0 };
 
-	if (blk_parse_named(c, "backend", "socket",
-			    "socket (a Unix socket to a vhost-user back-end: "
-			    "socket,id=ID,path=PATH)", arg, &blk_chardev_spec, &cd))
-		goto fail;
-	if (!cd.path == (cd.fd < 0)) {
-		error_report("-chardev socket: %s", cd.path ?
-			     "path= and fd= exclude each other" :
-			     "path= (or fd=) is missing");
-		goto fail;
+	if (c->finished) {
+		error_report("-chardev after the command line was closed");
+		return -1;
 	}
-	if (cd.reconnect_s && !cd.path) {
-		error_report("-chardev socket: reconnect= needs path=");
-		goto fail;
-	}
+	if (chardev_socket_parse(arg, &cd.sock))
+		return -1;
 	for (unsigned i = 0; i < c->nr_chardevs; i++) {
-		if (!strcmp(c->chardevs[i].id, cd.id)) {
-			error_report("-chardev: duplicate id '%s'", cd.id);
+		if (!strcmp(c->chardevs[i].sock.id, cd.sock.id)) {
+			error_report("-chardev: duplicate id '%s'", cd.sock.id);
 			goto fail;
 		}
 	}
@@ -132,8 +104,7 @@ int blk_cmdline_chardev(struct blk_cmdline *c, const char *arg)
 	c->chardevs[c->nr_chardevs++] = cd;
 	return 0;
 fail:
-	free(cd.id);
-	free(cd.path);
+	chardev_socket_free(&cd.sock);
 	return -1;
 }
 
@@ -165,7 +136,7 @@ int vublk_cmdline_finish(struct blk_cmdline *c)
 		unsigned j;
 
 		for (j = 0; j < c->nr_chardevs; j++)
-			if (!strcmp(c->chardevs[j].id, vc->chardev_id))
+			if (!strcmp(c->chardevs[j].sock.id, vc->chardev_id))
 				break;
 		if (j == c->nr_chardevs) {
 			error_report("-device vhost-user-blk-pci: no -chardev with id=%s",
@@ -183,8 +154,8 @@ int vublk_cmdline_finish(struct blk_cmdline *c)
 	for (unsigned j = 0; j < c->nr_chardevs; j++) {
 		if (!c->chardevs[j].used) {
 			error_report("-chardev: %s is not used by any device (add -device "
-				     "vhost-user-blk-pci,chardev=%s)", c->chardevs[j].id,
-				     c->chardevs[j].id);
+				     "vhost-user-blk-pci,chardev=%s)", c->chardevs[j].sock.id,
+				     c->chardevs[j].sock.id);
 			return -1;
 		}
 	}
@@ -193,10 +164,8 @@ int vublk_cmdline_finish(struct blk_cmdline *c)
 
 void vublk_cmdline_free(struct blk_cmdline *c)
 {
-	for (unsigned i = 0; i < c->nr_chardevs; i++) {
-		free(c->chardevs[i].id);
-		free(c->chardevs[i].path);
-	}
+	for (unsigned i = 0; i < c->nr_chardevs; i++)
+		chardev_socket_free(&c->chardevs[i].sock);
 	for (unsigned i = 0; i < c->nr_vublks; i++)
 		free(c->vublks[i].chardev_id);
 	free(c->chardevs);
@@ -205,23 +174,9 @@ void vublk_cmdline_free(struct blk_cmdline *c)
 
 int vublk_chardevs_check(const struct blk_cmdline *c)
 {
-	for (unsigned i = 0; i < c->nr_chardevs; i++) {
-		const char *path = c->chardevs[i].path;
-		struct stat st;
-
-		if (!path)
-			continue;
-		if (stat(path, &st) < 0) {
-			error_report("-chardev %s: %s: %s", c->chardevs[i].id, path,
-				     strerror(errno));
+	for (unsigned i = 0; i < c->nr_chardevs; i++)
+		if (chardev_socket_check(&c->chardevs[i].sock))
 			return -1;
-		}
-		if (!S_ISSOCK(st.st_mode)) {
-			error_report("-chardev %s: %s is not a socket (is the vhost-user "
-				     "back-end running?)", c->chardevs[i].id, path);
-			return -1;
-		}
-	}
 	return 0;
 }
 
@@ -337,17 +292,17 @@ struct vublk *vublk_create(struct machine *m, const struct blk_chardev_cfg *char
 
 	if (!s)
 		return NULL;
-	snprintf(name, sizeof(name), "vhost-user-blk %s", chardev->id);
+	snprintf(name, sizeof(name), "vhost-user-blk %s", chardev->sock.id);
 	s->f = vhu_frontend_new(&(struct vhu_frontend_cfg){
-		.name = name, .path = chardev->path, .fd = chardev->fd,
-		.reconnect_s = chardev->reconnect_s, .config_len = VUBLK_CONFIG_LEN,
+		.name = name, .path = chardev->sock.path, .fd = chardev->sock.fd,
+		.reconnect_s = chardev->sock.reconnect_s, .config_len = VUBLK_CONFIG_LEN,
 	});
 	if (!s->f || vublk_queues(s, m, cfg, name) < 0)
 		goto fail;
 	features = vublk_features(s, cfg);
 	if (!(features & F(VIRTIO_F_VERSION_1))) {
 		error_report("%s: the back-end at %s does not offer VIRTIO 1.0", name,
-			     chardev->path);
+			     chardev->sock.path);
 		goto fail;
 	}
 	if (virtio_device_init(&s->vdev, VUBLK_ID_BLOCK, features, VUBLK_CONFIG_LEN,

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "block/block.h"
+#include "hw/char/chardev-socket.h"
 #include "util/opts.h"
 
 #define VBLK_SERIAL_LEN 20		/* GET_ID answer, not NUL-terminated */
@@ -62,12 +63,9 @@ struct blk_device_cfg {
 	struct vblk *dev;	/* the live device, once created */
 };
 
-/* -chardev socket,id=ID,path=PATH|fd=N: the way to a vhost-user back-end. */
+/* A -chardev socket: the way to a vhost-user back-end. */
 struct blk_chardev_cfg {
-	char *id;
-	char *path;		/* NULL when fd is given */
-	int fd;			/* an inherited connected socket, or -1 */
-	unsigned reconnect_s;	/* 0: never */
+	struct chardev_socket_cfg sock;
 	bool used;
 };
 

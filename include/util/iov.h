@@ -37,4 +37,29 @@ static inline void iov_copy(const struct iovec *iov, unsigned int n, uint64_t sk
 	}
 }
 
+/* The bytes n buffers hold. */
+static inline size_t iov_size(const struct iovec *iov, unsigned n)
+{
+	size_t sum = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		sum += iov[i].iov_len;
+	return sum;
+}
+
+/* Drops the first skip bytes of iov in place; returns the new start. */
+static inline struct iovec *iov_skip(struct iovec *iov, unsigned *n, size_t skip)
+{
+	while (*n && skip >= iov->iov_len) {
+		skip -= iov->iov_len;
+		iov++;
+		(*n)--;
+	}
+	if (*n && skip) {
+		iov->iov_base = (uint8_t *)iov->iov_base + skip;
+		iov->iov_len -= skip;
+	}
+	return iov;
+}
+
 #endif

@@ -110,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			for (unsigned i = 0; i < c->nr_chardevs; i++)
 				assert(c->chardevs[i].used &&
-				       (!c->chardevs[i].path != (c->chardevs[i].fd < 0)));
+				       (!c->chardevs[i].sock.path != (c->chardevs[i].sock.fd < 0)));
 		}
 		blk_cmdline_free(c);
 	}

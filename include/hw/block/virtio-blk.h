@@ -50,7 +50,7 @@ void blk_cmdline_free(struct blk_cmdline *c);
 /* -device virtio-blk-pci and vhost-user-blk-pci, for the device table. */
 extern const struct device_family virtio_blk_pci_family;
 extern const struct device_family vhost_user_blk_pci_family;
-/* What -drive, -export vhost-user-blk and -chardev socket take, for "help". */
-extern const struct opt_spec blk_drive_spec, blk_export_spec, blk_chardev_spec;
+/* What -drive and -export vhost-user-blk take, for "help". */
+extern const struct opt_spec blk_drive_spec, blk_export_spec;
 
 #endif
