@@ -3,6 +3,7 @@
  * The one option-string parser: every -drive, -device, -export, -chardev,
  * -machine... goes through opts_parse() with its property table.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
@@ -49,7 +50,10 @@ int opts_parse_size(const char *s, unsigned long long scale,
 	return 0;
 }
 
-/* Decimal or 0x hex, nothing else: no sign, space or suffix. */
+/*
+ * As QEMU reads its integer properties: decimal, 0x hex or 0 octal;
+ * no sign, space or suffix.
+ */
 static int parse_number(const char *s, unsigned long long *out)
 {
 	char *end;
@@ -57,7 +61,7 @@ static int parse_number(const char *s, unsigned long long *out)
 	if (!isdigit((unsigned char)s[0]))
 		return -1;
 	errno = 0;
-	*out = strtoull(s, &end, s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10);
+	*out = strtoull(s, &end, 0);
 	return errno || *end ? -1 : 0;
 }
 
@@ -239,6 +243,37 @@ static const struct opt_prop *find_prop(const struct opt_prop *props,
 	return NULL;
 }
 
+/* The size each type stores: a table entry that disagrees is our bug. */
+static size_t type_size(enum opt_type t)
+{
+	static const size_t sizes[] = {
+		[OPT_BOOL] = sizeof(bool), [OPT_UINT] = sizeof(unsigned),
+		[OPT_U64] = sizeof(uint64_t), [OPT_SIZE] = sizeof(uint64_t),
+		[OPT_ENUM] = sizeof(int), [OPT_STR] = sizeof(char *),
+		[OPT_ID] = sizeof(char *),
+	};
+	return sizes[t];
+}
+
+static void check_spec(const struct opt_spec *spec)
+{
+	unsigned n = 0;
+
+	for (const struct opt_prop *p = spec->props; p->name; p++, n++) {
+		const struct opt_prop *to = p->alias ? find_prop(spec->props, p->alias) : p;
+
+		assert(to && !to->alias && to->offset == p->offset);
+		assert(p->type != OPT_ENUM || p->names);
+		if (p->flags & OPT_NOSTORE)
+			continue;
+		if (p->type == OPT_STRBUF)
+			assert(p->max && p->max < p->size);
+		else
+			assert(p->size == type_size(p->type));
+	}
+	assert(n <= OPTS_MAX_PROPS);
+}
+
 static void unknown_key(const struct opt_spec *spec, const char *key)
 {
 	char known[512] = "";
@@ -247,7 +282,10 @@ static void unknown_key(const struct opt_spec *spec, const char *key)
 	for (const struct opt_prop *p = spec->props; p->name && len < sizeof(known); p++)
 		len += (size_t)snprintf(known + len, sizeof(known) - len, "%s%s",
 					p == spec->props ? "" : ", ", p->name);
-	error_report("%s: unknown option '%s' (known: %s)", spec->what, key, known);
+	if (spec->props->name)
+		error_report("%s: unknown option '%s' (known: %s)", spec->what, key, known);
+	else
+		error_report("%s: unknown option '%s' (it has none)", spec->what, key);
 }
 
 /*
@@ -265,11 +303,12 @@ static int next_item(const char *what, const char **s, char *buf, size_t size,
 	if (!*p)
 		return 0;
 	*val = NULL;
+	/* n + 1 < size everywhere below: the NUL always has its byte. */
 	while (*p && *p != '=' && *p != ',' && n + 1 < size)
 		buf[n++] = *p++;
 	if (n == 0)
 		why = "empty option name";
-	if (*p == '=') {
+	if (*p == '=' && n + 2 < size) {
 		buf[n++] = '\0';
 		*val = buf + n;
 		for (p++; *p && (*p != ',' || p[1] == ',') && n + 1 < size; n++) {
@@ -278,7 +317,8 @@ static int next_item(const char *what, const char **s, char *buf, size_t size,
 		}
 	}
 	buf[n] = '\0';
-	if (n + 1 == size)
+	/* Whatever the loops could not take (an escaped ',' too) did not fit. */
+	if ((*p && *p != ',') || (*val && *p == ',' && p[1] == ','))
 		why = "option too long";
 	else if (*p == ',' && !p[1])
 		why = "trailing ','";
@@ -291,15 +331,26 @@ static int next_item(const char *what, const char **s, char *buf, size_t size,
 	return 1;
 }
 
+/*
+ * Split as next_item() splits, with no buffer, so an item of any length
+ * is passed over; at a malformed item the parser's error comes first.
+ */
 bool opts_wants_help(const char *arg)
 {
-	char buf[OPTS_ITEM_MAX];
-	char *val;
-	int r;
+	for (const char *p = arg; *p;) {
+		const char *item = p;
+		bool value = false;
 
-	while ((r = next_item(NULL, &arg, buf, sizeof(buf), &val)) > 0)
-		if (!val && !strcmp(buf, "help"))
+		while (*p && (*p != ',' || (value && p[1] == ','))) {
+			value |= *p == '=';
+			p += *p == ',' ? 2 : 1;
+		}
+		if (p == item)
+			return false;
+		if (p - item == 4 && !strncmp(item, "help", 4))
 			return true;
+		p += *p == ',';
+	}
 	return false;
 }
 
@@ -312,6 +363,7 @@ int opts_parse(const struct opt_spec *spec, const char *arg, void *cfg)
 	char *key, *val;
 	int r;
 
+	check_spec(spec);
 	if (opts_wants_help(arg))
 		return OPTS_HELP;
 	while ((r = next_item(w, &arg, buf, sizeof(buf), &val)) > 0) {
@@ -371,6 +423,7 @@ void opts_print_help(FILE *f, const struct opt_spec *spec)
 {
 	char list[256], type[280];
 
+	check_spec(spec);
 	fprintf(f, "%s options:\n", spec->what);
 	if (!spec->props->name)
 		fputs("  (none)\n", f);

@@ -37,11 +37,10 @@ int blk_parse_named(struct blk_cmdline *c, const char *form, const char *name,
 		return -1;
 	}
 	r = opts_parse(spec, rest, cfg);
-	if (r == OPTS_HELP) {
-		opts_print_help(stdout, spec);
-		return -1;
-	}
-	return r;
+	/* hw/cli.c answers "help" before anything is parsed here. */
+	if (r == OPTS_HELP)
+		error_report("%s: help is not a property (brisk %s,help lists them)", what, what);
+	return r ? -1 : 0;
 }
 
 struct blk_cmdline *blk_cmdline_new(void)
@@ -77,7 +76,7 @@ static const struct opt_prop drive_props[] = {
 	  .def = "virtio", .why = "brisk has virtio disks only",
 	  .help = "virtio: a disk of its own; none: for -device or -export drive=" },
 	{ "id", OPT_ID, D(id, char *), .help = "the name -device/-export drive= uses" },
-	{ "format", OPT_ENUM, 0, OPT_NOSTORE, .names = raw_names, .def = "raw",
+	{ "format", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE, .names = raw_names, .def = "raw",
 	  .why = "brisk reads raw images only", .help = "the image format" },
 	{ "aio", OPT_ENUM, D(aio, int), .names = aio_names, .vals = aio_vals,
 	  .def = "io_uring", .help = "how requests reach the file" },
@@ -85,7 +84,7 @@ static const struct opt_prop drive_props[] = {
 	  .def = "writeback", .help = "none: O_DIRECT, past the host's page cache" },
 	{ "readonly", OPT_BOOL, D(readonly, bool), .def = "off",
 	  .help = "refuse the guest's writes" },
-	{ "media", OPT_ENUM, 0, OPT_NOSTORE, .names = disk_names, .def = "disk",
+	{ "media", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE, .names = disk_names, .def = "disk",
 	  .why = "brisk has disks only", .help = "the kind of drive" },
 	{ "snapshot", OPT_BOOL, D(snapshot, bool), .def = "off",
 	  .help = "write to a private copy, dropped at exit" },
@@ -124,8 +123,9 @@ int blk_cmdline_drive(struct blk_cmdline *c, const char *arg)
 		return -1;
 	}
 	r = opts_parse(&blk_drive_spec, arg, &d);
+	/* hw/cli.c answers "help" before anything is parsed here. */
 	if (r == OPTS_HELP)
-		opts_print_help(stdout, &blk_drive_spec);
+		error_report("-drive: help is not a property (brisk -drive help lists them)");
 	if (r)
 		goto fail;
 	/* Without if=, the only kind of disk brisk has: virtio. */
@@ -197,8 +197,9 @@ static const struct opt_prop device_props[] = {
 	  .max = VBLK_MAX_QUEUES, .def = "the vCPU count", .help = "request queues" },
 	{ "queue-size", OPT_UINT, V(queue_size, unsigned), OPT_POW2, .min = 2,
 	  .max = VBLK_MAX_QUEUE_SIZE, .def = "256", .help = "ring entries per queue" },
-	{ "serial", OPT_STRBUF, V(serial, char[VBLK_SERIAL_LEN + 1]), OPT_PRINTABLE,
-	  .max = VBLK_SERIAL_LEN, .help = "the disk's serial (GET_ID)" },
+	{ "serial", OPT_STRBUF, V(serial, char[VBLK_SERIAL_LEN + 1]),
+	  OPT_PRINTABLE | OPT_EMPTY, .max = VBLK_SERIAL_LEN,
+	  .help = "the disk's serial (GET_ID)" },
 	{ "event_idx", OPT_BOOL, V(event_idx, bool), .def = "on",
 	  .help = "offer VIRTIO_F_EVENT_IDX" },
 	{ "indirect_desc", OPT_BOOL, V(indirect_desc, bool), .def = "on",
@@ -232,7 +233,7 @@ static const struct opt_prop export_props[] = {
 	{ "node-name", OPT_STR, V(drive_id, char *), .alias = "drive" },
 	{ "addr.path", OPT_STR, V(socket_path, char *), OPT_REQUIRED,
 	  .help = "the Unix socket to listen on" },
-	{ "addr.type", OPT_ENUM, 0, OPT_NOSTORE, .names = (const char *const[]){ "unix", NULL },
+	{ "addr.type", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE, .names = (const char *const[]){ "unix", NULL },
 	  .def = "unix", .why = "brisk serves Unix sockets only", .help = "the socket's kind" },
 	{ "num-queues", OPT_UINT, V(num_queues, unsigned), .min = 1,
 	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "request queues offered" },

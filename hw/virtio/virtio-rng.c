@@ -49,7 +49,6 @@ struct vrng {
 	int timer_fd;		/* -1 when nothing is limited */
 	uint64_t max_bytes;	/* per period */
 	unsigned period_ms;
-	bool getrandom_reported;
 
 	/* under vdev.lock */
 	bool serving;		/* DRIVER_OK, queue enabled */
@@ -62,9 +61,8 @@ static bool vrng_limited(const struct vrng *r)
 	return r->timer_fd >= 0;
 }
 
-/* getrandom(2) into the buffers, up to max bytes; 0 when it fails. */
-static size_t vrng_fill(struct vrng *r, const struct iovec *iov, unsigned n,
-			size_t max)
+/* getrandom(2) into the buffers, up to max bytes; -1 with errno if it fails. */
+static ssize_t vrng_fill(const struct iovec *iov, unsigned n, size_t max)
 {
 	size_t done = 0;
 
@@ -77,16 +75,14 @@ static size_t vrng_fill(struct vrng *r, const struct iovec *iov, unsigned n,
 			if (ret < 0 && errno == EINTR)
 				continue;
 			if (ret <= 0) {
-				error_report_once(&r->getrandom_reported,
-						  "virtio-rng: getrandom: %s",
-						  ret ? strerror(errno) : "no bytes");
-				return 0;
+				errno = ret ? errno : EIO;
+				return -1;
 			}
 			got += (size_t)ret;
 		}
 		done += len;
 	}
-	return done;
+	return (ssize_t)done;
 }
 
 /* The period starts with its first bytes, as QEMU's does. */
@@ -137,9 +133,18 @@ static void vrng_serve_locked(struct vrng *r)
 			break;
 		}
 		size_t max = r->quota < VRNG_CHAIN_MAX ? r->quota : VRNG_CHAIN_MAX;
-		size_t len = vrng_fill(r, e->in_sg, e->in_num, max);
+		ssize_t len = vrng_fill(e->in_sg, e->in_num, max);
 
-		vrng_spend_locked(r, len);
+		/*
+		 * The host's entropy failing is no state to serve empty buffers
+		 * in (the guest would ask again at once, forever): stop.
+		 */
+		if (len < 0) {
+			free(e);
+			virtio_error(vdev, "virtio-rng: getrandom: %s", strerror(errno));
+			break;
+		}
+		vrng_spend_locked(r, (size_t)len);
 		virtqueue_fill(vq, e, (uint32_t)len, n++);
 		free(e);
 	}

@@ -34,6 +34,7 @@ struct opt_prop {
 	const char *name;
 	enum opt_type type;
 	size_t offset;			/* into the caller's config struct */
+	size_t size;			/* of the field there */
 	unsigned flags;
 	unsigned long long min, max;	/* OPT_UINT/U64/SIZE range; OPT_STR* length */
 	unsigned long long scale;	/* OPT_SIZE: unit of a bare number (1 if 0) */
@@ -46,12 +47,16 @@ struct opt_prop {
 };
 
 /*
- * The offset of FIELD in TYPE, refusing at compile time a field whose
- * size is not that of T (the type the parser stores).
+ * The offset and size of FIELD in TYPE, refusing at compile time a field
+ * whose size is not that of T.  opts_parse() asserts that the size is the
+ * one the property's type stores, and that an OPT_STRBUF's .max fits.
  */
 #define OPT_AT(TYPE, FIELD, T)							\
 	(offsetof(TYPE, FIELD) +						\
-	 0 * sizeof(char[sizeof(((TYPE *)0)->FIELD) == sizeof(T) ? 1 : -1]))
+	 0 * sizeof(char[sizeof(((TYPE *)0)->FIELD) == sizeof(T) ? 1 : -1])),	\
+	sizeof(((TYPE *)0)->FIELD)
+/* Where an OPT_NOSTORE property goes: nowhere. */
+#define OPT_NOWHERE 0, 0
 
 /* What one option string is checked against. */
 struct opt_spec {

@@ -94,6 +94,8 @@ expect "-device virtio-rng-pci: unknown option 'rate' (known: max-bytes, period)
 expect "-device virtio-rng-pci: max-bytes= given twice$" "${K[@]}" -device virtio-rng-pci,max-bytes=1,max-bytes=2
 expect "-device isa-debug-exit: iosize=5: need 1 to 4$" "${K[@]}" -device isa-debug-exit,iosize=5
 expect "-device: unknown device 'virtio-net-pci' (brisk -device help lists them)$" "${K[@]}" -device virtio-net-pci
+expect "-machine: accel=kvm:: brisk has only kvm" "${K[@]}" -machine q35,accel=kvm:
+expect "-device pvpanic: unknown option 'x' (it has none)$" "${K[@]}" -device pvpanic,x=1
 # "help" lists what an option takes, from the same table, and exits 0.
 expect_ok "^  virtio-rng-pci  *entropy" -device help
 for d in virtio-blk-pci vhost-user-blk-pci virtio-rng-pci isa-debug-exit pvpanic; do

@@ -146,6 +146,14 @@ static void test_good(void)
 		blk_cmdline_free(c);
 	}
 
+	/* An empty serial= is QEMU's default (GET_ID answers nothing). */
+	c = NULL;
+	CHECK(run(L("file=z.img,if=none,id=z"), L("virtio-blk-pci,drive=z,serial="), &c) == 0);
+	if (c) {
+		CHECK(c->devs[0].serial[0] == '\0');
+		blk_cmdline_free(c);
+	}
+
 	/* As QEMU's integer properties, 0x-prefixed hex is a number too. */
 	c = NULL;
 	CHECK(run(L("file=z.img,if=none,id=z"),

@@ -19,9 +19,11 @@
 #include <sys/ioctl.h>
 #include <sys/timerfd.h>
 
+#include "hw/device.h"
 #include "hw/virtio/virtio-rng.h"
 #include "util/iothread.h"
 
+#include "capture.h"
 #include "check.h"
 #include "blk-guest.h"
 
@@ -90,6 +92,15 @@ static int offer_one(struct rng *g, unsigned slot, uint32_t len)
 	return offer(g, &s, 1);
 }
 
+/* Whether a period is running: the device armed its timer. */
+static bool timer_armed(struct rng *g)
+{
+	struct itimerspec its;
+
+	return timerfd_gettime(vrng_timer_fd(g->r), &its) == 0 &&
+	       (its.it_value.tv_sec || its.it_value.tv_nsec);
+}
+
 /* The rate limit's period ends now. */
 static void period_end(struct rng *g)
 {
@@ -97,7 +108,15 @@ static void period_end(struct rng *g)
 	uint64_t ticks = 1;
 	struct itimerspec past = { .it_value = { 0, 1 } };
 
-	/* Makes it readable at once; without CONFIG_CHECKPOINT_RESTORE, expire it. */
+	struct itimerspec off = { 0 };
+
+	/*
+	 * Only a running period can end.  Disarmed first, as a one-shot timer
+	 * is once it fired, so that what the device arms next shows; then
+	 * readable at once, or without CONFIG_CHECKPOINT_RESTORE expired.
+	 */
+	CHECK(timer_armed(g));
+	CHECK(timerfd_settime(fd, 0, &off, NULL) == 0);
 	if (ioctl(fd, TFD_IOC_SET_TICKS, &ticks) == 0) {
 		loop_turn(g);
 		return;
@@ -269,12 +288,16 @@ static void test_rate_limit(void)
 	id[2] = offer_one(&g, 2, 8);
 	CHECK(gq_get_used(&g.q, &len) < 0);
 
-	/* Each period serves what its quota covers, in order, once. */
+	/*
+	 * Each period serves what its quota covers, in order, once; spending
+	 * starts the next period (its timer armed), or nothing would end it.
+	 */
 	period_end(&g);
 	CHECK(gq_get_used(&g.q, &len) == id[1]);
 	CHECK_EQ(len, 16);
 	CHECK(!all_same(slot_data(g.t, 1), 16));
 	CHECK(gq_get_used(&g.q, &len) < 0);
+	CHECK(timer_armed(&g));
 	period_end(&g);
 	CHECK(gq_get_used(&g.q, &len) == id[2]);
 	CHECK_EQ(len, 8);
@@ -366,22 +389,39 @@ static void test_before_driver_ok(void)
 }
 
 /* What -device virtio-rng-pci reads: QEMU's names, ranges and defaults. */
+/*
+ * The command line's view, through the family's own table as hw/main.c
+ * uses it: QEMU's defaults (no limit, a 65536 ms period) and its names.
+ */
+static bool parse_rng(const char *arg, struct vrng_cfg *cfg)
+{
+	const struct device_family *f = &virtio_rng_pci_family;
+
+	memcpy(cfg, f->defaults, f->cfg_size);
+	return opts_parse(f->spec, arg, cfg) == 0;
+}
+
 static void test_family(void)
 {
 	const struct device_family *f = &virtio_rng_pci_family;
-	const struct vrng_cfg *def = f->defaults;
-	const struct opt_prop *p = f->spec->props;
+	struct vrng_cfg c;
 
-	CHECK(!strcmp(f->name, "virtio-rng-pci"));
-	CHECK_EQ(f->cfg_size, sizeof(struct vrng_cfg));
-	CHECK(def->max_bytes >= INT64_MAX);
-	CHECK_EQ(def->period_ms, 65536);
-	CHECK(p[0].name && !strcmp(p[0].name, "max-bytes") && p[0].type == OPT_U64);
-	CHECK_EQ(p[0].offset, offsetof(struct vrng_cfg, max_bytes));
-	CHECK(p[1].name && !strcmp(p[1].name, "period") && p[1].type == OPT_UINT);
-	CHECK_EQ(p[1].offset, offsetof(struct vrng_cfg, period_ms));
-	CHECK_EQ(p[1].min, 1);
-	CHECK(!p[2].name);
+	CHECK(!strcmp(f->name, "virtio-rng-pci") && f->kind == DEVICE_PLUGGED);
+	CHECK(f->create && f->destroy);
+	CHECK(parse_rng("", &c));
+	CHECK(c.max_bytes == INT64_MAX && c.period_ms == 65536);
+	CHECK(parse_rng("max-bytes=16,period=1000", &c));
+	CHECK(c.max_bytes == 16 && c.period_ms == 1000);
+	CHECK(parse_rng("period=1", &c) && c.period_ms == 1);
+	CHECK(parse_rng("max-bytes=9223372036854775807", &c) && c.max_bytes == INT64_MAX);
+	CHECK(opts_parse(f->spec, "help", &c) == OPTS_HELP);
+	capture_begin();
+	CHECK(!parse_rng("period=0", &c));
+	CHECK(!parse_rng("max-bytes=9223372036854775808", &c));
+	CHECK(!parse_rng("rate=1", &c));
+	char line[256];
+
+	CHECK(capture_end(line, sizeof(line)) == 3);
 }
 
 int main(void)

@@ -40,7 +40,7 @@ static const struct opt_prop props[] = {
 	{ "id", OPT_ID, F(id, char *) },
 	{ "label", OPT_STRBUF, F(label, char[9]), OPT_PRINTABLE | OPT_EMPTY, .max = 8 },
 	{ "other-name", OPT_STR, F(name, char *), .alias = "name" },
-	{ "ignored", OPT_ENUM, 0, OPT_NOSTORE, .names = modes },
+	{ "ignored", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE, .names = modes },
 	{ NULL },
 };
 static const struct opt_spec spec = { "-thing", "name", props };
@@ -70,6 +70,9 @@ static void test_values(void)
 	CHECK(c.flag && c.n == 10 && c.p2 == 64 && c.big == UINT64_MAX);
 	CHECK(c.size == 2ull << 30 && c.mode == 9 && !strcmp(c.id, "a-b.c_d"));
 	CHECK(!strcmp(c.label, "12345678"));
+	opts_free(&spec, &c);
+	/* QEMU reads integer properties with base 0: a leading 0 is octal. */
+	CHECK(parse("x,n=010", &c, err, sizeof(err)) == 0 && c.n == 8);
 	opts_free(&spec, &c);
 	CHECK(c.name == NULL && c.id == NULL);
 
@@ -133,6 +136,7 @@ static void test_errors(void)
 		{ "name=a,n=11", "-thing: n=11: need 1 to 10" },
 		{ "name=a,n=-1", "-thing: n=-1: expected a number" },
 		{ "name=a,n=5x", "-thing: n=5x: expected a number" },
+		{ "name=a,n=09", "-thing: n=09: expected a number" },
 		{ "name=a,n=", "-thing: n=: expected a number" },
 		{ "name=a,n=99999999999999999999999", "expected a number" },
 		{ "name=a,p2=48", "-thing: p2=48: need a power of two from 2 to 1024" },
@@ -168,6 +172,37 @@ static void test_errors(void)
 			       (int)strcspn(err, "\n"), err);
 		opts_free(&spec, &c);
 	}
+}
+
+/*
+ * Items up to the parser's buffer (4200 bytes with both NULs: a PATH_MAX
+ * path and its key fit) and one byte past it: refused with one line,
+ * never written past (the sanitizer build runs this too).
+ */
+static void test_long_items(void)
+{
+	static char arg[8200];
+	struct cfg c;
+	char err[512];
+
+	memset(arg, 'a', 4199);
+	strcpy(arg + 4199, "=x");			/* a key that fills it */
+	CHECK(parse(arg, &c, err, sizeof(err)) == -1 && strstr(err, "option too long"));
+	arg[4198] = '=';				/* key, '=', 1 byte */
+	arg[4199] = '\0';
+	CHECK(parse(arg, &c, err, sizeof(err)) == -1 && strstr(err, "option too long"));
+	strcpy(arg, "name=");
+	memset(arg + 5, 'v', 4194);
+	arg[5 + 4194] = '\0';				/* the longest value */
+	CHECK(parse(arg, &c, err, sizeof(err)) == 0 && c.name && strlen(c.name) == 4194);
+	opts_free(&spec, &c);
+	strcpy(arg + 5 + 4194, "v");			/* one more */
+	CHECK(parse(arg, &c, err, sizeof(err)) == -1 && strstr(err, "option too long"));
+	strcpy(arg + 5 + 4194, ",,");			/* an escape that does not fit */
+	CHECK(parse(arg, &c, err, sizeof(err)) == -1 && strstr(err, "option too long"));
+	memset(arg, 'h', 5000);				/* help is looked for safely too */
+	strcpy(arg + 5000, ",help");
+	CHECK(opts_wants_help(arg));
 }
 
 static void test_help(void)
@@ -212,6 +247,7 @@ int main(void)
 {
 	RUN(test_values());
 	RUN(test_errors());
+	RUN(test_long_items());
 	RUN(test_help());
 	RUN(test_sizes());
 	return check_done();
