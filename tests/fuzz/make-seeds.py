@@ -325,6 +325,14 @@ def cli_seeds():
         '-device', 'vhost-user-blk-pci,chardev=c0,num-queues=2,queue-size=128,packed=on',
         '-chardev', 'socket,id=c1,fd=3', '-device', 'driver=vhost-user-blk-pci,chardev=c1'))
     write('fuzz-cli', 'help', argv('--help'))
+    # The option tables: every option list, a device from the table, help.
+    write('fuzz-cli', 'opts', argv(
+        '-kernel', 'bz', '-m', 'size=1G', '-smp', 'cpus=2', '-machine', 'q35,accel=kvm:tcg',
+        '-accel', 'kvm,check=off', '-rtc', 'base=localtime,clock=host',
+        '-action', 'panic=none,reboot=shutdown', '-device', 'pvpanic',
+        '-device', 'virtio-rng-pci,max-bytes=1024,period=1000',
+        '-device', 'driver=virtio-rng-pci', '-timeout', 'seconds=010'))
+    write('fuzz-cli', 'device-help', argv('-device', 'virtio-blk-pci,help'))
     write('fuzz-cli', 'export', argv(
         '-drive', 'file=d.img,if=none,id=d0,cache=none', '-drive', 'file=e.img,if=none,id=d1',
         '-export', 'vhost-user-blk,id=e0,drive=d0,addr.path=/run/d0.sock,num-queues=2,'
