@@ -8,6 +8,46 @@
 
 #include "block/block.h"
 
+struct blk_file {
+	int fd;
+	uint64_t size;		/* bytes */
+	bool readonly;
+	bool direct;		/* opened O_DIRECT */
+	bool blockdev;		/* a host block device, not a regular file */
+	/*
+	 * The host's logical block (512 to 4096): a block device's own, 512
+	 * for a regular file.  pbs: what the host writes whole, as far as
+	 * brisk can tell (a block device's physical block, at least lbs and
+	 * align).  io_min, io_opt: a block device's I/O sizes, 0 when it
+	 * says nothing.  All in bytes.
+	 */
+	unsigned int lbs, pbs, io_min, io_opt;
+	/*
+	 * What O_DIRECT demands (1 without it): offsets and lengths in
+	 * multiples of align, buffers on mem_align.  block/align.c makes
+	 * any request of whole 512-byte sectors fit (see there).
+	 */
+	unsigned int align, mem_align;
+	/*
+	 * align > 512: a write of part of a host block is a read-modify-write,
+	 * and writes pass the file's gate (block/align.c).
+	 */
+	bool serialise;
+	/* The gate: under lock, shared by every queue of the file. */
+	pthread_mutex_t lock;
+	uint64_t bounce_bytes;	/* bounce buffers taken */
+	unsigned int writes;	/* tracked writes in flight */
+	bool rmw;		/* a read-modify-write in flight: alone */
+	struct blk_req *wait_head, *wait_tail;	/* parked, first come first served */
+	char *path;
+	bool error_reported;	/* error_report_once() flag */
+	bool fallback_reported;	/* "io_uring unavailable" said once */
+	/* Learnt from EOPNOTSUPP, never cleared; read and set atomically. */
+	bool no_punch_hole;
+	bool no_zero_range;
+	bool no_discard;	/* BLKDISCARD, block devices */
+};
+
 struct blk_queue_ops {
 	void (*add)(struct blk_queue *q, struct blk_req *req);
 	void (*submit)(struct blk_queue *q);

@@ -302,6 +302,20 @@ fail:
 	return NULL;
 }
 
+void blk_file_info(const struct blk_file *f, struct blk_file_info *info)
+{
+	*info = (struct blk_file_info){
+		.path = f->path, .size = f->size, .readonly = f->readonly,
+		.direct = f->direct, .lbs = f->lbs, .pbs = f->pbs,
+		.io_min = f->io_min, .io_opt = f->io_opt, .align = f->align,
+	};
+}
+
+int blk_file_flush(struct blk_file *f)
+{
+	return f->readonly ? 0 : fdatasync(f->fd);
+}
+
 void blk_file_close(struct blk_file *f)
 {
 	if (!f)

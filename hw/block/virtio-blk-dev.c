@@ -182,7 +182,9 @@ static void put_le32(uint8_t *p, uint32_t v)
  */
 static void vblk_config_geometry(struct vblk *s, const struct blk_device_cfg *cfg)
 {
-	const struct blk_file *f = s->file;
+	struct blk_file_info fi, *f = &fi;
+
+	blk_file_info(s->file, f);
 	unsigned lbs = cfg->logical_block_size ? cfg->logical_block_size :
 		       f->direct ? f->align : SECTOR_SIZE;
 	unsigned pbs = cfg->physical_block_size ? cfg->physical_block_size :
@@ -267,7 +269,7 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 	    iothread_add_fd(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
 	    (poll && iothread_add_poller(q->t, &poller) < 0)) {
 		error_report("virtio-blk %s: cannot set up queue %u: %s",
-			     s->file->path, i, strerror(errno));
+			     s->vdev.name, i, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -279,7 +281,7 @@ static int vblk_threads_init(struct vblk *s, const struct blk_device_cfg *cfg)
 	s->nt = cfg->iothreads;
 	if (s->nt > s->nq) {
 		error_report("virtio-blk %s: iothreads=%u exceeds num-queues=%u",
-			     s->file->path, s->nt, s->nq);
+			     s->vdev.name, s->nt, s->nq);
 		return -1;
 	}
 	s->t = calloc(s->nt, sizeof(*s->t));
@@ -349,8 +351,11 @@ void vblk_destroy(struct vblk *s)
 	if (s->vdev_ready)
 		virtio_device_destroy(&s->vdev);
 	if (s->file) {
-		if (!s->file->readonly && fdatasync(s->file->fd) < 0)
-			error_report("%s: flush failed: %s", s->file->path, strerror(errno));
+		struct blk_file_info fi;
+
+		blk_file_info(s->file, &fi);
+		if (blk_file_flush(s->file) < 0)
+			error_report("%s: flush failed: %s", fi.path, strerror(errno));
 		blk_file_close(s->file);
 	}
 	free(s);
@@ -371,23 +376,25 @@ static struct vblk *vblk_new(const struct guest_mem *mem, unsigned ncpus,
 
 	if (!s)
 		return NULL;
+	struct blk_file_info fi;
+
 	s->file = blk_file_open(&o);
 	if (!s->file)
 		goto fail;
-	s->readonly = d->readonly || s->file->readonly ||
-		      (cfg->socket_path && !cfg->writable);
-	s->capacity = s->file->size >> SECTOR_SHIFT;
+	blk_file_info(s->file, &fi);
+	s->readonly = d->readonly || fi.readonly || (cfg->socket_path && !cfg->writable);
+	s->capacity = fi.size >> SECTOR_SHIFT;
 	s->nq = cfg->num_queues ? cfg->num_queues : ncpus;
 	if (s->nq < 1)
 		s->nq = 1;
 	if (s->nq > VBLK_MAX_QUEUES)
 		s->nq = VBLK_MAX_QUEUES;
 	memcpy(s->serial, cfg->serial, strnlen(cfg->serial, VBLK_SERIAL_LEN));
-	if (cfg->physical_block_size && cfg->physical_block_size < s->file->align &&
+	if (cfg->physical_block_size && cfg->physical_block_size < fi.align &&
 	    !cfg->logical_block_size) {
 		error_report("virtio-blk %s: physical_block_size=%u is smaller than the "
 			     "logical block cache=none needs here (%u)", d->file,
-			     cfg->physical_block_size, s->file->align);
+			     cfg->physical_block_size, fi.align);
 		goto fail;
 	}
 	vblk_config_init(s, cfg);
@@ -398,7 +405,7 @@ static struct vblk *vblk_new(const struct guest_mem *mem, unsigned ncpus,
 		goto fail;
 	}
 	s->vdev_ready = true;
-	s->vdev.name = s->file->path;
+	s->vdev.name = fi.path;
 	s->q = calloc(s->nq, sizeof(*s->q));
 	if (!s->q)
 		goto fail;
@@ -417,7 +424,7 @@ static struct vblk *vblk_new(const struct guest_mem *mem, unsigned ncpus,
 	for (unsigned j = 0; j < s->nt; j++) {
 		if (iothread_start(s->t[j]) < 0) {
 			error_report("virtio-blk %s: cannot start I/O thread %u: %s",
-				     s->file->path, j, strerror(errno));
+				     s->vdev.name, j, strerror(errno));
 			goto fail;
 		}
 	}

@@ -40,52 +40,33 @@ struct blk_file_opts {
 #define BLK_BOUNCE_MAX (64ull << 20)
 #define BLK_BOUNCE_WINDOW (1ull << 20)
 
+struct blk_file;
 struct blk_queue;
 struct blk_req;
 
-struct blk_file {
-	int fd;
-	uint64_t size;		/* bytes */
+/*
+ * What a device may know of its file; the rest of struct blk_file is
+ * block/'s own (block/block-int.h).  Sizes in bytes.
+ */
+struct blk_file_info {
+	const char *path;
+	uint64_t size;
 	bool readonly;
-	bool direct;		/* opened O_DIRECT */
-	bool blockdev;		/* a host block device, not a regular file */
+	bool direct;		/* opened O_DIRECT (cache=none) */
 	/*
-	 * The host's logical block (512 to 4096): a block device's own, 512
-	 * for a regular file.  pbs: what the host writes whole, as far as
-	 * brisk can tell (a block device's physical block, at least lbs and
-	 * align).  io_min, io_opt: a block device's I/O sizes, 0 when it
-	 * says nothing.  All in bytes.
+	 * The host's logical and physical block, a block device's I/O sizes
+	 * (0: it says nothing), and what O_DIRECT demands of offsets and
+	 * lengths (1 without it).
 	 */
-	unsigned int lbs, pbs, io_min, io_opt;
-	/*
-	 * What O_DIRECT demands (1 without it): offsets and lengths in
-	 * multiples of align, buffers on mem_align.  block/align.c makes
-	 * any request of whole 512-byte sectors fit (see there).
-	 */
-	unsigned int align, mem_align;
-	/*
-	 * align > 512: a write of part of a host block is a read-modify-write,
-	 * and writes pass the file's gate (block/align.c).
-	 */
-	bool serialise;
-	/* The gate: under lock, shared by every queue of the file. */
-	pthread_mutex_t lock;
-	uint64_t bounce_bytes;	/* bounce buffers taken */
-	unsigned int writes;	/* tracked writes in flight */
-	bool rmw;		/* a read-modify-write in flight: alone */
-	struct blk_req *wait_head, *wait_tail;	/* parked, first come first served */
-	char *path;
-	bool error_reported;	/* error_report_once() flag */
-	bool fallback_reported;	/* "io_uring unavailable" said once */
-	/* Learnt from EOPNOTSUPP, never cleared; read and set atomically. */
-	bool no_punch_hole;
-	bool no_zero_range;
-	bool no_discard;	/* BLKDISCARD, block devices */
+	unsigned int lbs, pbs, io_min, io_opt, align;
 };
 
 /* Opens and checks the file; on failure one error_report() line and NULL. */
 struct blk_file *blk_file_open(const struct blk_file_opts *opts);
 void blk_file_close(struct blk_file *f);
+void blk_file_info(const struct blk_file *f, struct blk_file_info *info);
+/* fdatasync() unless read-only; -1 with errno if it fails. */
+int blk_file_flush(struct blk_file *f);
 
 enum blk_op {
 	BLK_OP_READ,
