@@ -13,8 +13,11 @@ echo "dt_user=$(tr -d '\0' 2>/dev/null </proc/device-tree/brisk-user-tree)"
 echo "rtc=$(cat /sys/class/rtc/rtc0/since_epoch 2>/dev/null || echo none) $(cat /sys/class/rtc/rtc0/name 2>/dev/null)"
 echo "hwclock=$(hwclock -r -u 2>&1 | head -n 1)"
 # /dev/hwrng where a virtio-rng-pci backs it: its source, and two reads.
-if [ -e /sys/class/misc/hw_random/rng_current ]; then
-	echo "hwrng=$(cat /sys/class/misc/hw_random/rng_current)"
+rng=$(cat /sys/class/misc/hw_random/rng_current 2>/dev/null)
+if [ -n "$rng" ]; then
+	echo "hwrng=$rng"
+fi
+if [ -n "$rng" ] && [ "$rng" != none ]; then
 	echo "hwrng_a=$(head -c 32 /dev/hwrng | od -An -tx1 | tr -d ' \n')"
 	echo "hwrng_b=$(head -c 32 /dev/hwrng | od -An -tx1 | tr -d ' \n')"
 fi
