@@ -83,26 +83,45 @@ static int add_blk(struct cli_opts *o, enum cli_blk_kind kind, const char *arg,
 }
 
 /*
+ * The family that NAME (or FORM=NAME) at the head of arg names in a
+ * table: 1 with *f and *rest set, 0 when arg is "help" (o->action is then
+ * list), -1 after one line when the table has no such name.
+ */
+static int table_head(const char *arg, const char *opt, const char *form,
+		      const char *noun, const struct device_family *(*find)(const char *, size_t),
+		      enum cli_action list, struct cli_opts *o,
+		      const struct device_family **f, const char **rest)
+{
+	size_t len;
+	const char *name = opts_head(arg, form, &len, rest);
+
+	if (!strcmp(arg, "help")) {
+		o->action = list;
+		return 0;
+	}
+	*f = find(name, len);
+	if (!*f) {
+		error_report("%s: unknown %s '%.*s' (brisk %s help lists them)", opt, noun,
+			     (int)len, name, opt);
+		return -1;
+	}
+	return 1;
+}
+
+/*
  * -device NAME,...: the device table decides.  A board device is parsed
  * into board_cfg now; the others are parsed where they are made (disks
  * with their drives), in command-line order.
  */
 static int parse_device(const char *arg, struct cli_opts *o)
 {
+	const struct device_family *f;
 	const char *rest;
-	size_t len;
-	const char *name = opts_head(arg, "driver", &len, &rest);
-	const struct device_family *f = device_find(name, len);
+	int r = table_head(arg, "-device", "driver", "device", device_find,
+			   CLI_DEVICE_LIST, o, &f, &rest);
 
-	if (!strcmp(arg, "help")) {
-		o->action = CLI_DEVICE_LIST;
-		return 0;
-	}
-	if (!f) {
-		error_report("-device: unknown device '%.*s' (brisk -device help "
-			     "lists them)", (int)len, name);
-		return -1;
-	}
+	if (r <= 0)
+		return r;
 	if (opts_wants_help(rest)) {
 		o->action = CLI_OPT_HELP;
 		o->help = f->spec;
@@ -123,6 +142,19 @@ static int parse_device(const char *arg, struct cli_opts *o)
 	}
 	o->devices[o->nr_devices++] = (struct cli_device){ f, rest };
 	return 0;
+}
+
+/* -export TYPE,...: the export table decides; hw/block parses it with the drives. */
+static int parse_export(const char *arg, struct cli_opts *o)
+{
+	const struct device_family *f;
+	const char *rest;
+	int r = table_head(arg, "-export", "type", "type", export_find,
+			   CLI_EXPORT_LIST, o, &f, &rest);
+
+	if (r <= 0)
+		return r;
+	return add_blk(o, CLI_BLK_EXPORT, arg, f->spec);
 }
 
 static int parse_serial(const char *arg, struct cli_opts *o)
@@ -351,7 +383,7 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *name,
 	case OPT_SERIAL: return parse_serial(arg, o);
 	case OPT_DEVICE: return parse_device(arg, o);
 	case OPT_DRIVE: return add_blk(o, CLI_BLK_DRIVE, arg, &blk_drive_spec);
-	case OPT_EXPORT: return add_blk(o, CLI_BLK_EXPORT, arg, &blk_export_spec);
+	case OPT_EXPORT: return parse_export(arg, o);
 	case OPT_CHARDEV: return add_blk(o, CLI_BLK_CHARDEV, arg, &chardev_socket_spec);
 	case OPT_TIMEOUT: return parse_list(&timeout_spec, arg, o);
 	case OPT_NOGRAPHIC: return 0;	/* brisk has no display anyway */

@@ -23,19 +23,48 @@ static const struct device_family *const families[] = {
 	&pvpanic_family,
 };
 
+/* What -export serves: a device served to other processes' guests. */
+static const struct device_family *const exports[] = {
+	&vhost_user_blk_export_family,
+};
+
+static const struct device_family *find(const struct device_family *const *t,
+					unsigned n, const char *name, size_t len)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strlen(t[i]->name) == len && !strncmp(t[i]->name, name, len))
+			return t[i];
+	return NULL;
+}
+
+static void print_list(FILE *f, const char *title,
+		       const struct device_family *const *t, unsigned n)
+{
+	fputs(title, f);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "  %-20s %s\n", t[i]->name, t[i]->help);
+}
+
 const struct device_family *device_find(const char *name, size_t len)
 {
-	for (unsigned i = 0; i < ARRAY_SIZE(families); i++)
-		if (strlen(families[i]->name) == len && !strncmp(families[i]->name, name, len))
-			return families[i];
-	return NULL;
+	return find(families, ARRAY_SIZE(families), name, len);
+}
+
+const struct device_family *export_find(const char *name, size_t len)
+{
+	return find(exports, ARRAY_SIZE(exports), name, len);
 }
 
 void device_print_list(FILE *f)
 {
-	fputs("Devices (-device NAME,help lists a device's properties):\n", f);
-	for (unsigned i = 0; i < ARRAY_SIZE(families); i++)
-		fprintf(f, "  %-20s %s\n", families[i]->name, families[i]->help);
+	print_list(f, "Devices (-device NAME,help lists a device's properties):\n",
+		   families, ARRAY_SIZE(families));
+}
+
+void export_print_list(FILE *f)
+{
+	print_list(f, "Exports (-export TYPE,help lists an export's properties):\n",
+		   exports, ARRAY_SIZE(exports));
 }
 
 struct device {

@@ -340,11 +340,13 @@ int main(int argc, char **argv)
 		return BRISK_EXIT_FAILURE;
 	}
 	if (b->opts.action == CLI_HELP || b->opts.action == CLI_DEVICE_LIST ||
-	    b->opts.action == CLI_OPT_HELP) {
+	    b->opts.action == CLI_EXPORT_LIST || b->opts.action == CLI_OPT_HELP) {
 		if (b->opts.action == CLI_HELP)
 			cli_print_help();
 		else if (b->opts.action == CLI_DEVICE_LIST)
 			device_print_list(stdout);
+		else if (b->opts.action == CLI_EXPORT_LIST)
+			export_print_list(stdout);
 		else
 			opts_print_help(stdout, b->opts.help);
 		free(b);

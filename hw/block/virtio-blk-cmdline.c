@@ -386,6 +386,13 @@ void blk_cmdline_free(struct blk_cmdline *c)
 	free(c);
 }
 
+const struct device_family vhost_user_blk_export_family = {
+	.name = "vhost-user-blk",
+	.help = "a drive served to vhost-user front ends on a Unix socket; no guest",
+	.spec = &blk_export_spec,
+	.kind = DEVICE_BLOCK,
+};
+
 const struct device_family virtio_blk_pci_family = {
 	.name = "virtio-blk-pci",
 	.help = "a disk served by brisk: drive=ID names its -drive",

@@ -19,6 +19,7 @@
 enum cli_action {
 	CLI_RUN, CLI_HELP, CLI_VERSION, CLI_CHECK_KVM, CLI_ACCEL_HELP,
 	CLI_DEVICE_LIST,	/* -device help */
+	CLI_EXPORT_LIST,	/* -export help */
 	CLI_OPT_HELP,		/* -device NAME,help, -drive help...: print help */
 };
 

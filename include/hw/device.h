@@ -39,11 +39,16 @@ struct device_family {
 	void (*destroy)(void *dev);
 };
 
-/* hw/devices.c: the table of every family. */
+/*
+ * hw/devices.c: the table of every family, and the table of what
+ * -export can serve (its types, parsed by hw/block like disks).
+ */
 /* The family named by the len bytes at name; NULL if none. */
 const struct device_family *device_find(const char *name, size_t len);
-/* "-device help": every family with its line. */
+const struct device_family *export_find(const char *name, size_t len);
+/* "-device help", "-export help": every family with its line. */
 void device_print_list(FILE *f);
+void export_print_list(FILE *f);
 
 /* -device NAME,... arguments of DEVICE_PLUGGED families, made in order. */
 struct device_set;

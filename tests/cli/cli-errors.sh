@@ -105,6 +105,7 @@ expect_ok "^  queue-size=<uint>  *- ring entries per queue (default: 256)\$" -de
 expect_ok "^  period=<uint>  *- .*(default: 65536)\$" -device driver=virtio-rng-pci,help
 expect_ok "^  aio=<io_uring|threads>" -drive help
 expect_ok "^  addr.path=<str>  *- .*(required)\$" -export vhost-user-blk,help
+expect_ok "^  vhost-user-blk  *a drive served" -export help
 expect_ok "^  path=<str>" -chardev socket,help
 expect_ok "^  base=<utc|localtime>" -rtc help
 expect_ok "^  size=<size>" -m help

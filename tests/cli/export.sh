@@ -40,7 +40,7 @@ refused() {
 }
 
 E="vhost-user-blk,id=e0,drive=d0,addr.path=$sock"
-refused "knows only vhost-user-blk" -drive "$D" -export nbd,id=e0,drive=d0
+refused "-export: unknown type 'nbd' (brisk -export help lists them)" -drive "$D" -export nbd,id=e0,drive=d0
 refused "id= is missing" -drive "$D" -export "vhost-user-blk,drive=d0,addr.path=$sock"
 refused "addr.path= is missing" -drive "$D" -export vhost-user-blk,id=e0,drive=d0
 refused "drive= is missing" -drive "$D" -export "vhost-user-blk,id=e0,addr.path=$sock"

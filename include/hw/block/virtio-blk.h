@@ -50,6 +50,8 @@ void blk_cmdline_free(struct blk_cmdline *c);
 /* -device virtio-blk-pci and vhost-user-blk-pci, for the device table. */
 extern const struct device_family virtio_blk_pci_family;
 extern const struct device_family vhost_user_blk_pci_family;
+/* -export vhost-user-blk, for the export table. */
+extern const struct device_family vhost_user_blk_export_family;
 /* What -drive and -export vhost-user-blk take, for "help". */
 extern const struct opt_spec blk_drive_spec, blk_export_spec;
 
