@@ -74,6 +74,16 @@ static bool rng_start(struct rng *g)
 	return (vstatus(&g->d) & 0x4) && !(vstatus(&g->d) & NEEDS_RESET);
 }
 
+/* The device made and started; false after a failed check, all freed. */
+static bool rng_up(struct rng *g, const struct vrng_cfg *cfg)
+{
+	if (rng_new(g, cfg) && rng_start(g))
+		return true;
+	CHECK(!"device started");
+	rng_free(g);
+	return false;
+}
+
 /* Offers the chain, kicks, lets the device run; the chain's id. */
 static int offer(struct rng *g, const struct seg *s, unsigned n)
 {
@@ -232,11 +242,8 @@ static void test_readable(bool alone)
 	struct vrng_cfg cfg = { VRNG_NO_LIMIT, VRNG_DEFAULT_PERIOD_MS };
 	struct seg s[2] = { { data_gpa(0), 16, false, 0 }, { data_gpa(1), 16, true, 0 } };
 
-	if (!rng_new(&g, &cfg) || !rng_start(&g)) {
-		CHECK(!"device started");
-		rng_free(&g);
+	if (!rng_up(&g, &cfg))
 		return;
-	}
 	CHECK(offer(&g, s, alone ? 1 : 2) >= 0);
 	check_broken_then_reset(&g);
 	rng_free(&g);
@@ -248,11 +255,8 @@ static void test_outside_ram(uint64_t addr, uint32_t len)
 	struct vrng_cfg cfg = { VRNG_NO_LIMIT, VRNG_DEFAULT_PERIOD_MS };
 	struct seg s[2] = { { data_gpa(0), 16, true, 0 }, { addr, len, true, 0 } };
 
-	if (!rng_new(&g, &cfg) || !rng_start(&g)) {
-		CHECK(!"device started");
-		rng_free(&g);
+	if (!rng_up(&g, &cfg))
 		return;
-	}
 	CHECK(offer(&g, s, 2) >= 0);
 	check_broken_then_reset(&g);
 	rng_free(&g);
@@ -266,11 +270,8 @@ static void test_rate_limit(void)
 	uint32_t len = 0;
 	int id[4];
 
-	if (!rng_new(&g, &cfg) || !rng_start(&g)) {
-		CHECK(!"device started");
-		rng_free(&g);
+	if (!rng_up(&g, &cfg))
 		return;
-	}
 	CHECK(vrng_timer_fd(g.r) >= 0);
 	/* As QEMU's: a request gets what is left of the quota, at most. */
 	id[0] = offer_one(&g, 0, 64);
@@ -324,11 +325,8 @@ static void test_rate_limit_reset(void)
 	uint32_t len = 0;
 	int id;
 
-	if (!rng_new(&g, &cfg) || !rng_start(&g)) {
-		CHECK(!"device started");
-		rng_free(&g);
+	if (!rng_up(&g, &cfg))
 		return;
-	}
 	id = offer_one(&g, 0, 16);
 	CHECK(gq_get_used(&g.q, &len) == id && len == 16);
 	CHECK(offer_one(&g, 1, 16) >= 0);
@@ -361,11 +359,8 @@ static void test_before_driver_ok(void)
 	uint32_t len = 0;
 	int id;
 
-	if (!rng_new(&g, &cfg) || !rng_start(&g)) {
-		CHECK(!"device started");
-		rng_free(&g);
+	if (!rng_up(&g, &cfg))
 		return;
-	}
 	c = g.d.common;
 	id = offer_one(&g, 0, 16);
 	CHECK(gq_get_used(&g.q, &len) == id && len == 16);
