@@ -11,6 +11,7 @@
 #include "hw/device.h"
 #include "hw/misc/debug-exit.h"
 #include "hw/misc/pvpanic.h"
+#include "hw/virtio/virtio-plug.h"
 #include "hw/virtio/virtio-rng.h"
 #include "util/compiler.h"
 #include "util/log.h"
@@ -109,7 +110,12 @@ int device_set_add(struct device_set *s, const struct device_family *f,
 int device_set_create(struct device_set *s, struct machine *m)
 {
 	for (unsigned i = 0; i < s->n; i++) {
-		s->d[i].dev = s->d[i].f->create(m, s->d[i].cfg);
+		const struct device_family *f = s->d[i].f;
+		struct virtio_plug *plug = NULL;
+
+		if (f->pci_class && !(plug = virtio_pci_plug(m, f->pci_class)))
+			return -1;
+		s->d[i].dev = f->create(m, s->d[i].cfg, plug);
 		if (!s->d[i].dev)
 			return -1;
 	}

@@ -7,7 +7,7 @@
  *                                                  hw/char/chardev-socket.c)
  *   -device vhost-user-blk-pci,chardev=c0[,num-queues=N][,queue-size=N][,packed=on]
  *
- * brisk is the virtio-pci transport only: the guest's requests go from its
+ * brisk is the transport only (virtio-pci): the guest's requests go from its
  * rings to the back-end and back without a brisk thread (see
  * hw/virtio/vhost-user-frontend.c).  What the disk is (size, features,
  * limits) is the back-end's config; brisk passes on the features it knows
@@ -25,14 +25,13 @@
 #include "hw/device.h"
 #include "hw/machine.h"
 #include "hw/virtio/vhost-user-frontend.h"
-#include "hw/virtio/virtio-pci.h"
+#include "hw/virtio/virtio-plug.h"
 #include "util/log.h"
 #include "virtio/virtio.h"
 #include "virtio-blk-int.h"
 
 #define F(bit) (1ull << (bit))
 #define VUBLK_ID_BLOCK 2
-#define VUBLK_PCI_CLASS 0x018000
 /* VIRTIO 1.1's struct virtio_blk_config, up to write_zeroes_may_unmap. */
 #define VUBLK_CONFIG_LEN offsetof(struct virtio_blk_config, max_secure_erase_sectors)
 
@@ -52,7 +51,7 @@ struct vublk {
 	struct virtio_device vdev;
 	bool vdev_ready;
 	struct vhu_frontend *f;
-	struct virtio_pci *pci;
+	struct virtio_plug *plug;
 	uint16_t nq;
 };
 
@@ -190,6 +189,7 @@ const struct device_family vhost_user_blk_pci_family = {
 	.help = "a disk served by another process: chardev=ID names its -chardev socket",
 	.spec = &vublk_spec,
 	.kind = DEVICE_BLOCK,
+	.pci_class = 0x018000,	/* mass storage, other */
 };
 
 /* ---- the device ---- */
@@ -284,14 +284,17 @@ static int vublk_queues(struct vublk *s, struct machine *m, const struct vublk_c
 }
 
 struct vublk *vublk_create(struct machine *m, const struct blk_chardev_cfg *chardev,
-			   const struct vublk_cfg *cfg)
+			   const struct vublk_cfg *cfg, struct virtio_plug *plug)
 {
 	struct vublk *s = calloc(1, sizeof(*s));
 	char name[64];
 	uint64_t features;
 
-	if (!s)
+	if (!s) {
+		virtio_unplug(plug);
 		return NULL;
+	}
+	s->plug = plug;
 	snprintf(name, sizeof(name), "vhost-user-blk %s", chardev->sock.id);
 	s->f = vhu_frontend_new(&(struct vhu_frontend_cfg){
 		.name = name, .path = chardev->sock.path, .fd = chardev->sock.fd,
@@ -311,9 +314,8 @@ struct vublk *vublk_create(struct machine *m, const struct blk_chardev_cfg *char
 		goto fail;
 	}
 	s->vdev_ready = true;
-	s->pci = virtio_pci_create(m, &s->vdev, VIRTIO_PCI_DEVICE_ID(VUBLK_ID_BLOCK),
-				   VUBLK_PCI_CLASS);
-	if (!s->pci || vhu_frontend_attach(s->f, &s->vdev) < 0)
+	if (virtio_plug(s->plug, &s->vdev, NULL) < 0 ||
+	    vhu_frontend_attach(s->f, &s->vdev) < 0)
 		goto fail;
 	return s;
 fail:
@@ -326,8 +328,7 @@ void vublk_destroy(struct vublk *s)
 	if (!s)
 		return;
 	/* The guest can no longer reach it; then the back-end lets go. */
-	if (s->pci)
-		virtio_pci_free(s->pci);
+	virtio_unplug(s->plug);
 	vhu_frontend_free(s->f);
 	if (s->vdev_ready)
 		virtio_device_destroy(&s->vdev);

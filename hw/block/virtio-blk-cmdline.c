@@ -13,6 +13,8 @@
 
 #include "hw/block/virtio-blk.h"
 #include "hw/device.h"
+#include "hw/machine.h"
+#include "hw/virtio/virtio-plug.h"
 #include "util/log.h"
 #include "virtio-blk-int.h"
 
@@ -386,6 +388,62 @@ void blk_cmdline_free(struct blk_cmdline *c)
 	free(c);
 }
 
+/*
+ * What the command line named, made: the one place that decides which
+ * transport carries each disk.
+ */
+int blk_devices_create(struct blk_cmdline *c, struct machine *m)
+{
+	if (!c->finished && blk_cmdline_finish(c) < 0)
+		return -1;
+	for (unsigned i = 0; i < c->nr_devs; i++) {
+		struct blk_device_cfg *dc = &c->devs[i];
+
+		struct virtio_plug *plug;
+
+		/* An export serves whatever memory its front end brings. */
+		if (dc->socket_path)
+			plug = vu_backend_plug(dc->socket_path);
+		else
+			plug = virtio_pci_plug(m, virtio_blk_pci_family.pci_class);
+		if (!plug)
+			return -1;
+		dc->dev = dc->socket_path ?
+			vblk_create(NULL, 1, &c->drives[dc->drive], dc, plug) :
+			vblk_create(&m->mem, m->ncpus, &c->drives[dc->drive], dc, plug);
+		if (!dc->dev)
+			return -1;
+	}
+	for (unsigned i = 0; i < c->nr_vublks; i++) {
+		struct vublk_cfg *vc = &c->vublks[i];
+
+		struct virtio_plug *plug =
+			virtio_pci_plug(m, vhost_user_blk_pci_family.pci_class);
+
+		if (!plug)
+			return -1;
+		vc->dev = vublk_create(m, &c->chardevs[vc->chardev], vc, plug);
+		if (!vc->dev)
+			return -1;
+	}
+	return 0;
+}
+
+void blk_devices_destroy(struct blk_cmdline *c)
+{
+	if (!c)
+		return;
+	/* A front-end lets go of its back-end before the back-end goes. */
+	for (unsigned i = 0; i < c->nr_vublks; i++) {
+		vublk_destroy(c->vublks[i].dev);
+		c->vublks[i].dev = NULL;
+	}
+	for (unsigned i = 0; i < c->nr_devs; i++) {
+		vblk_destroy(c->devs[i].dev);
+		c->devs[i].dev = NULL;
+	}
+}
+
 const struct device_family vhost_user_blk_export_family = {
 	.name = "vhost-user-blk",
 	.help = "a drive served to vhost-user front ends on a Unix socket; no guest",
@@ -398,4 +456,5 @@ const struct device_family virtio_blk_pci_family = {
 	.help = "a disk served by brisk: drive=ID names its -drive",
 	.spec = &device_spec,
 	.kind = DEVICE_BLOCK,
+	.pci_class = 0x018000,	/* mass storage, other */
 };

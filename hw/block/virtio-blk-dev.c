@@ -19,8 +19,7 @@
 
 #include "hw/block/virtio-blk.h"
 #include "hw/machine.h"
-#include "hw/virtio/vhost-user-backend.h"
-#include "hw/virtio/virtio-pci.h"
+#include "hw/virtio/virtio-plug.h"
 #include "util/clock.h"
 #include "util/iothread.h"
 #include "util/log.h"
@@ -329,10 +328,11 @@ void vblk_destroy(struct vblk *s)
 {
 	if (!s)
 		return;
-	if (s->pci)
-		virtio_pci_free(s->pci);
-	/* Its requests in flight complete first; then its memory goes. */
-	vu_backend_free(s->vu);
+	/*
+	 * The guest (or front end) can no longer reach it; a transport's
+	 * requests in flight complete first, then its memory goes.
+	 */
+	virtio_unplug(s->plug);
 	if (s->vdev_ready) {
 		pthread_mutex_lock(&s->vdev.lock);
 		vblk_reset(&s->vdev);
@@ -361,12 +361,9 @@ void vblk_destroy(struct vblk *s)
 	free(s);
 }
 
-/*
- * The device without a transport: its file, queues and running I/O
- * threads.  mem is the guest memory it serves; NULL for s->shared_mem.
- */
-static struct vblk *vblk_new(const struct guest_mem *mem, unsigned ncpus,
-			     const struct blk_drive_cfg *d, const struct blk_device_cfg *cfg)
+struct vblk *vblk_create(const struct guest_mem *mem, unsigned ncpus,
+			 const struct blk_drive_cfg *d, const struct blk_device_cfg *cfg,
+			 struct virtio_plug *plug)
 {
 	struct vblk *s = calloc(1, sizeof(*s));
 	struct blk_file_opts o = {
@@ -374,8 +371,11 @@ static struct vblk *vblk_new(const struct guest_mem *mem, unsigned ncpus,
 		.snapshot = d->snapshot,
 	};
 
-	if (!s)
+	if (!s) {
+		virtio_unplug(plug);
 		return NULL;
+	}
+	s->plug = plug;
 	struct blk_file_info fi;
 
 	s->file = blk_file_open(&o);
@@ -428,41 +428,12 @@ static struct vblk *vblk_new(const struct guest_mem *mem, unsigned ncpus,
 			goto fail;
 		}
 	}
+	if (virtio_plug(s->plug, &s->vdev, &s->shared_mem) < 0)
+		goto fail;
 	return s;
 fail:
 	vblk_destroy(s);
 	return NULL;
-}
-
-struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *d,
-			 const struct blk_device_cfg *cfg)
-{
-	struct vblk *s = vblk_new(&m->mem, m->ncpus, d, cfg);
-
-	if (!s)
-		return NULL;
-	s->pci = virtio_pci_create(m, &s->vdev, VIRTIO_PCI_DEVICE_ID(VIRTIO_ID_BLOCK),
-				   PCI_CLASS_STORAGE_OTHER);
-	if (!s->pci) {
-		vblk_destroy(s);
-		return NULL;
-	}
-	return s;
-}
-
-struct vblk *vblk_export_create(const struct blk_drive_cfg *d,
-				const struct blk_device_cfg *cfg)
-{
-	struct vblk *s = vblk_new(NULL, 1, d, cfg);
-
-	if (!s)
-		return NULL;
-	s->vu = vu_backend_new(&s->vdev, &s->shared_mem, cfg->socket_path);
-	if (!s->vu) {
-		vblk_destroy(s);
-		return NULL;
-	}
-	return s;
 }
 
 int blk_drives_check(const struct blk_cmdline *c)
@@ -483,43 +454,4 @@ int blk_drives_check(const struct blk_cmdline *c)
 		blk_file_close(f);
 	}
 	return 0;
-}
-
-int blk_devices_create(struct blk_cmdline *c, struct machine *m)
-{
-	if (!c->finished && blk_cmdline_finish(c) < 0)
-		return -1;
-	for (unsigned i = 0; i < c->nr_devs; i++) {
-		struct blk_device_cfg *dc = &c->devs[i];
-
-		if (dc->socket_path)
-			dc->dev = vblk_export_create(&c->drives[dc->drive], dc);
-		else
-			dc->dev = vblk_create(m, &c->drives[dc->drive], dc);
-		if (!dc->dev)
-			return -1;
-	}
-	for (unsigned i = 0; i < c->nr_vublks; i++) {
-		struct vublk_cfg *vc = &c->vublks[i];
-
-		vc->dev = vublk_create(m, &c->chardevs[vc->chardev], vc);
-		if (!vc->dev)
-			return -1;
-	}
-	return 0;
-}
-
-void blk_devices_destroy(struct blk_cmdline *c)
-{
-	if (!c)
-		return;
-	/* A front-end lets go of its back-end before the back-end goes. */
-	for (unsigned i = 0; i < c->nr_vublks; i++) {
-		vublk_destroy(c->vublks[i].dev);
-		c->vublks[i].dev = NULL;
-	}
-	for (unsigned i = 0; i < c->nr_devs; i++) {
-		vblk_destroy(c->devs[i].dev);
-		c->devs[i].dev = NULL;
-	}
 }

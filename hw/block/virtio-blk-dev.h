@@ -20,7 +20,6 @@
 
 /* Not a VIRTIO_BLK_S_* status: the request goes on to the block backend. */
 #define VBLK_S_SUBMIT 0xff
-#define PCI_CLASS_STORAGE_OTHER 0x018000
 
 #define SECTOR_SHIFT 9
 #define SECTOR_SIZE (1u << SECTOR_SHIFT)
@@ -125,9 +124,8 @@ struct vblk_queue {
 struct vblk {
 	struct virtio_device vdev;
 	bool vdev_ready;
-	struct virtio_pci *pci;
-	struct vu_backend *vu;
-	struct guest_mem shared_mem;	/* what a vhost-user front-end maps in */
+	struct virtio_plug *plug;	/* its transport, whichever it is */
+	struct guest_mem shared_mem;	/* what a transport that brings memory maps in */
 	struct blk_file *file;
 	bool readonly;
 	bool writethrough;	/* under vdev.lock: the driver took no FLUSH */

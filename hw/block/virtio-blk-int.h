@@ -119,13 +119,21 @@ int vublk_chardevs_check(const struct blk_cmdline *c);
 
 /* hw/block/virtio-blk.c */
 struct machine;
-struct vblk *vblk_create(struct machine *m, const struct blk_drive_cfg *drive,
-			 const struct blk_device_cfg *cfg);
-struct vblk *vblk_export_create(const struct blk_drive_cfg *drive,
-				const struct blk_device_cfg *cfg);
+struct guest_mem;
+struct virtio_plug;
+/*
+ * The device, its file open and its I/O threads running, reached through
+ * plug (which it owns from here on, even when it fails).  mem is the
+ * guest memory it serves, NULL for what plug brings (an export's front
+ * end); ncpus sizes num-queues=0.  NULL after one error line.
+ */
+struct vblk *vblk_create(const struct guest_mem *mem, unsigned ncpus,
+			 const struct blk_drive_cfg *drive, const struct blk_device_cfg *cfg,
+			 struct virtio_plug *plug);
 void vblk_destroy(struct vblk *s);
+/* The same for a disk whose requests another process serves. */
 struct vublk *vublk_create(struct machine *m, const struct blk_chardev_cfg *chardev,
-			   const struct vublk_cfg *cfg);
+			   const struct vublk_cfg *cfg, struct virtio_plug *plug);
 void vublk_destroy(struct vublk *s);
 
 #endif

@@ -38,6 +38,7 @@
 
 #include "hw/virtio/vhost-user-backend.h"
 #include "hw/virtio/vhost-user.h"
+#include "hw/virtio/virtio-plug.h"
 #include "util/guest-mem.h"
 #include "util/iothread.h"
 #include "util/log.h"
@@ -915,4 +916,46 @@ void vu_backend_free(struct vu_backend *vu)
 	free(vu->rings);
 	free(vu->path);
 	free(vu);
+}
+
+struct vu_plug {
+	struct virtio_plug p;
+	struct vu_backend *vu;
+	char path[];
+};
+
+static int vu_plug(struct virtio_plug *p, struct virtio_device *vdev,
+		   struct guest_mem *shared)
+{
+	struct vu_plug *up = (struct vu_plug *)p;
+
+	assert(!up->vu);
+	if (!shared) {
+		error_report("vhost-user %s: this device cannot be exported", up->path);
+		return -1;
+	}
+	up->vu = vu_backend_new(vdev, shared, up->path);
+	return up->vu ? 0 : -1;
+}
+
+static void vu_unplug(struct virtio_plug *p)
+{
+	struct vu_plug *up = (struct vu_plug *)p;
+
+	vu_backend_free(up->vu);
+	free(up);
+}
+
+struct virtio_plug *vu_backend_plug(const char *path)
+{
+	size_t n = strlen(path) + 1;
+	struct vu_plug *up = calloc(1, sizeof(*up) + n);
+
+	if (!up) {
+		error_report("vhost-user %s: out of memory", path);
+		return NULL;
+	}
+	up->p = (struct virtio_plug){ vu_plug, vu_unplug };
+	memcpy(up->path, path, n);
+	return &up->p;
 }

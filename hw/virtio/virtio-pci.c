@@ -9,6 +9,7 @@
  * the notify doorbells, which only signal an eventfd, and the ISR, which
  * is one atomic exchange.
  */
+#include <assert.h>
 #include <errno.h>
 #include <linux/virtio_pci.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "hw/pci/msix.h"
 #include "hw/pci/pci.h"
 #include "hw/virtio/virtio-pci.h"
+#include "hw/virtio/virtio-plug.h"
 #include "util/log.h"
 #include "virtio/virtio.h"
 
@@ -567,4 +569,43 @@ void virtio_pci_free(struct virtio_pci *vp)
 	msix_free(&vp->pci);
 	free(vp->ioeventfd_addr);
 	free(vp);
+}
+
+struct vp_plug {
+	struct virtio_plug p;
+	struct machine *m;
+	uint32_t class_code;
+	struct virtio_pci *vp;
+};
+
+static int vp_plug(struct virtio_plug *p, struct virtio_device *vdev,
+		   struct guest_mem *shared)
+{
+	struct vp_plug *pp = (struct vp_plug *)p;
+
+	(void)shared;
+	assert(!pp->vp);
+	pp->vp = virtio_pci_create(pp->m, vdev, VIRTIO_PCI_DEVICE_ID(vdev->device_id),
+				   pp->class_code);
+	return pp->vp ? 0 : -1;
+}
+
+static void vp_unplug(struct virtio_plug *p)
+{
+	struct vp_plug *pp = (struct vp_plug *)p;
+
+	virtio_pci_free(pp->vp);
+	free(pp);
+}
+
+struct virtio_plug *virtio_pci_plug(struct machine *m, uint32_t class_code)
+{
+	struct vp_plug *pp = calloc(1, sizeof(*pp));
+
+	if (!pp) {
+		error_report("virtio-pci: out of memory");
+		return NULL;
+	}
+	*pp = (struct vp_plug){ { vp_plug, vp_unplug }, m, class_code, NULL };
+	return &pp->p;
 }

@@ -23,13 +23,12 @@
 #include <unistd.h>
 
 #include "hw/machine.h"
-#include "hw/virtio/virtio-pci.h"
+#include "hw/virtio/virtio-plug.h"
 #include "hw/virtio/virtio-rng.h"
 #include "util/iothread.h"
 #include "util/log.h"
 #include "virtio/virtio.h"
 
-#define PCI_CLASS_OTHERS 0x00ff00
 #define VRNG_QUEUE_SIZE 8	/* QEMU's */
 /*
  * Bytes one buffer gets at most: the main loop also runs the other
@@ -43,7 +42,7 @@
 struct vrng {
 	struct virtio_device vdev;
 	bool vdev_ready;
-	struct virtio_pci *pci;
+	struct virtio_plug *plug;
 	struct iothread *loop;
 	bool kick_added;
 	int timer_fd;		/* -1 when nothing is limited */
@@ -226,15 +225,18 @@ static int vrng_timer_init(struct vrng *r, const struct vrng_cfg *cfg)
 	return 0;
 }
 
-struct vrng *vrng_create(struct machine *m, const struct vrng_cfg *cfg)
+struct vrng *vrng_create(struct machine *m, const struct vrng_cfg *cfg,
+			 struct virtio_plug *plug)
 {
 	struct vrng *r = calloc(1, sizeof(*r));
 
 	if (!r || !m->loop) {
 		error_report("virtio-rng: %s", r ? "no main loop to serve it" : "out of memory");
+		virtio_unplug(plug);
 		free(r);
 		return NULL;
 	}
+	r->plug = plug;
 	r->loop = m->loop;
 	r->timer_fd = -1;
 	r->max_bytes = cfg->max_bytes;
@@ -251,9 +253,7 @@ struct vrng *vrng_create(struct machine *m, const struct vrng_cfg *cfg)
 		goto fail;
 	}
 	r->kick_added = true;
-	r->pci = virtio_pci_create(m, &r->vdev, VIRTIO_PCI_DEVICE_ID(VIRTIO_ID_RNG),
-				   PCI_CLASS_OTHERS);
-	if (!r->pci)
+	if (virtio_plug(r->plug, &r->vdev, NULL) < 0)
 		goto fail;
 	return r;
 fail:
@@ -266,7 +266,7 @@ void vrng_free(struct vrng *r)
 	if (!r)
 		return;
 	/* No register access after this: nothing starts serving again. */
-	virtio_pci_free(r->pci);
+	virtio_unplug(r->plug);
 	/* Each returns once its handler is not running, and it runs no more. */
 	if (r->kick_added)
 		iothread_del_fd(r->loop, r->vdev.queues[0].kick_fd);
@@ -306,9 +306,10 @@ static const struct vrng_cfg vrng_defaults = {
 	.period_ms = VRNG_DEFAULT_PERIOD_MS,
 };
 
-static void *vrng_family_create(struct machine *m, const void *cfg)
+static void *vrng_family_create(struct machine *m, const void *cfg,
+				struct virtio_plug *plug)
 {
-	return vrng_create(m, cfg);
+	return vrng_create(m, cfg, plug);
 }
 
 static void vrng_family_destroy(void *dev)
@@ -322,6 +323,7 @@ const struct device_family virtio_rng_pci_family = {
 	.spec = &vrng_spec,
 	.cfg_size = sizeof(struct vrng_cfg),
 	.defaults = &vrng_defaults,
+	.pci_class = 0x00ff00,	/* "other": the PCI classes have no rng */
 	.create = vrng_family_create,
 	.destroy = vrng_family_destroy,
 };

@@ -9,10 +9,12 @@
  * registers itself: the table is the only list.
  */
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/opts.h"
 
 struct machine;
+struct virtio_plug;
 
 enum device_kind {
 	/* Made by hw/main.c, once the board's own devices and PCI bus are. */
@@ -33,8 +35,18 @@ struct device_family {
 	const void *defaults;		/* cfg's value before parsing */
 	/* Checks across properties after parsing; -1 after one line. */
 	int (*check)(void *cfg);
-	/* DEVICE_PLUGGED: plugs one into m's board; NULL after one line. */
-	void *(*create)(struct machine *m, const void *cfg);
+	/*
+	 * A virtio family's PCI class code: the one thing of its transport
+	 * its table says.  Whoever makes it (hw/devices.c, hw/block) builds
+	 * the plug from it; the device only plugs into what it is given.
+	 */
+	uint32_t pci_class;
+	/*
+	 * DEVICE_PLUGGED: makes one on m's board, plugged into plug (NULL
+	 * for a family without pci_class), which it owns from here on even
+	 * when it fails; NULL after one line.
+	 */
+	void *(*create)(struct machine *m, const void *cfg, struct virtio_plug *plug);
 	/* Undoes create, after the vCPUs have stopped. */
 	void (*destroy)(void *dev);
 };

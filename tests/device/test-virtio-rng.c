@@ -20,6 +20,7 @@
 #include <sys/timerfd.h>
 
 #include "hw/device.h"
+#include "hw/virtio/virtio-plug.h"
 #include "hw/virtio/virtio-rng.h"
 #include "util/iothread.h"
 
@@ -50,7 +51,8 @@ static bool rng_new(struct rng *g, const struct vrng_cfg *cfg)
 	memset(g, 0, sizeof(*g));
 	g->t = machine_board(1, false);
 	g->t->m.loop = iothread_new("main");
-	g->r = g->t->m.loop ? vrng_create(&g->t->m, cfg) : NULL;
+	g->r = g->t->m.loop ? vrng_create(&g->t->m, cfg,
+					  virtio_pci_plug(&g->t->m, 0x00ff00)) : NULL;
 	return g->r && vdev_find_id(g->t, RNG_PCI_ID, 0, &g->d);
 }
 

@@ -7,6 +7,7 @@
 #include "hw/device.h"
 
 struct machine;
+struct virtio_plug;
 
 /*
  * virtio-rng-pci: the guest's entropy source, fed from the host's
@@ -24,8 +25,12 @@ struct vrng_cfg {
 
 struct vrng;
 
-/* Plugs one into m->pci; NULL after one error line. */
-struct vrng *vrng_create(struct machine *m, const struct vrng_cfg *cfg);
+/*
+ * Serves one on m->loop, reached through plug (which it owns from here
+ * on, even when it fails); NULL after one error line.
+ */
+struct vrng *vrng_create(struct machine *m, const struct vrng_cfg *cfg,
+			 struct virtio_plug *plug);
 /* After the vCPUs have stopped; NULL is fine. */
 void vrng_free(struct vrng *r);
 
