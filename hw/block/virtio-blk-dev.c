@@ -376,6 +376,7 @@ struct vblk *vblk_create(const struct guest_mem *mem, unsigned ncpus,
 		return NULL;
 	}
 	s->plug = plug;
+	s->now_ns = clock_now_ns;
 	struct blk_file_info fi;
 
 	s->file = blk_file_open(&o);
@@ -454,4 +455,22 @@ int blk_drives_check(const struct blk_cmdline *c)
 		blk_file_close(f);
 	}
 	return 0;
+}
+
+void blk_device_set_clock(struct blk_cmdline *c, unsigned i, uint64_t (*now_ns)(void))
+{
+	assert(i < c->nr_devs);
+	struct vblk *s = c->devs[i].dev;
+
+	assert(s && !(s->vdev.status & VIRTIO_CONFIG_S_DRIVER_OK));
+	s->now_ns = now_ns;
+}
+
+int blk_device_irq_timer_fd(struct blk_cmdline *c, unsigned i, unsigned q)
+{
+	assert(i < c->nr_devs);
+	struct vblk *s = c->devs[i].dev;
+
+	assert(s && q < s->nq);
+	return s->q[q].irq_timer_fd;
 }

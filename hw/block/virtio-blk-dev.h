@@ -125,6 +125,7 @@ struct vblk {
 	struct virtio_device vdev;
 	bool vdev_ready;
 	struct virtio_plug *plug;	/* its transport, whichever it is */
+	uint64_t (*now_ns)(void);	/* CLOCK_MONOTONIC's, or a test's */
 	struct guest_mem shared_mem;	/* what a transport that brings memory maps in */
 	struct blk_file *file;
 	bool readonly;

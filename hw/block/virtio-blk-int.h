@@ -131,6 +131,15 @@ struct vblk *vblk_create(const struct guest_mem *mem, unsigned ncpus,
 			 const struct blk_drive_cfg *drive, const struct blk_device_cfg *cfg,
 			 struct virtio_plug *plug);
 void vblk_destroy(struct vblk *s);
+/*
+ * For tests: the clock that irq-interval-us and irq-coalesce-us read
+ * (CLOCK_MONOTONIC's unless set) of device i, set before its driver
+ * starts; and its queue q's interrupt timer, a timerfd armed at an
+ * absolute time on that clock.  A test's clock far ahead of the real one
+ * holds an interrupt until the test makes the timer go off.
+ */
+void blk_device_set_clock(struct blk_cmdline *c, unsigned i, uint64_t (*now_ns)(void));
+int blk_device_irq_timer_fd(struct blk_cmdline *c, unsigned i, unsigned q);
 /* The same for a disk whose requests another process serves. */
 struct vublk *vublk_create(struct machine *m, const struct blk_chardev_cfg *chardev,
 			   const struct vublk_cfg *cfg, struct virtio_plug *plug);

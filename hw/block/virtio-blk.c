@@ -233,9 +233,12 @@ static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why
  */
 void vblk_irq_send_locked(struct vblk_queue *q)
 {
+	/* The time it was decided: a gap counts from there. */
+	uint64_t now = q->interval_ns ? q->s->now_ns() : 0;
+
 	q->irq_held = false;
 	if (virtio_notify(&q->s->vdev, q->idx) && q->interval_ns)
-		q->last_irq_ns = clock_now_ns();
+		q->last_irq_ns = now;
 }
 
 static unsigned vblk_in_backend(const struct vblk_queue *q)
@@ -245,12 +248,13 @@ static unsigned vblk_in_backend(const struct vblk_queue *q)
 
 static void vblk_irq_locked(struct vblk_queue *q)
 {
-	uint64_t wait = 0;
+	uint64_t wait = 0, now = 0;
 
 	if (q->coalesce_ns && vblk_in_backend(q))
 		wait = q->coalesce_ns;
 	if (q->interval_ns) {
-		uint64_t since = clock_now_ns() - q->last_irq_ns;
+		now = q->s->now_ns();
+		uint64_t since = now - q->last_irq_ns;
 
 		if (since < q->interval_ns && q->interval_ns - since > wait)
 			wait = q->interval_ns - since;
@@ -261,14 +265,19 @@ static void vblk_irq_locked(struct vblk_queue *q)
 	}
 	if (q->irq_held)
 		return;
+	/*
+	 * An absolute time on the device's clock: the real one but in a
+	 * test, whose clock is far ahead, so the timer goes off only when
+	 * the test says.
+	 */
+	uint64_t at = (now ? now : q->s->now_ns()) + wait;
 	struct itimerspec its = {
-		.it_value = { .tv_sec = wait / 1000000000,
-			      .tv_nsec = wait % 1000000000 },
+		.it_value = { .tv_sec = at / 1000000000, .tv_nsec = at % 1000000000 },
 	};
 
 	q->irq_held = true;
 	/* Cannot fail for a valid fd and time; should it, send now. */
-	if (timerfd_settime(q->irq_timer_fd, 0, &its, NULL) < 0)
+	if (timerfd_settime(q->irq_timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
 		vblk_irq_send_locked(q);
 }
 

@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,11 +31,13 @@
 #include "hw/bus.h"
 #include "hw/machine.h"
 #include "hw/pci/pci.h"
+#include "util/clock.h"
 #include "util/guest-mem.h"
 #include "virtio/virtio.h"
 #include "virtio/virtio_ring.h"
 
 #include "capture.h"
+#include "virtio-blk-int.h"
 #include "check.h"
 #include "blk-guest.h"
 
@@ -432,6 +435,55 @@ static void test_polling(unsigned poll_us, bool event_idx)
 }
 
 /*
+ * irq-coalesce-us and irq-interval-us read the device's clock; this one
+ * is the test's, far
+ * ahead of CLOCK_MONOTONIC, so the interval's timer (armed at an absolute
+ * time) goes off only when the test makes it, and time passes only when
+ * the test says: nothing here depends on how fast the host runs.
+ */
+static uint64_t test_clock_ns;
+
+static uint64_t test_clock(void)
+{
+	return __atomic_load_n(&test_clock_ns, __ATOMIC_RELAXED);
+}
+
+static void test_clock_pass(uint64_t ns)
+{
+	__atomic_add_fetch(&test_clock_ns, ns, __ATOMIC_RELAXED);
+}
+
+/* The timer goes off now, as it would have at the end of the gap. */
+static void timer_fire(int tfd)
+{
+	struct itimerspec its = { .it_value = { .tv_nsec = 1 } };
+
+	CHECK(timerfd_settime(tfd, 0, &its, NULL) == 0);
+}
+
+enum irq_fate { IRQ_SENT, IRQ_HELD, IRQ_NEITHER };
+
+/*
+ * What became of the interrupt of a completion already in the used ring:
+ * sent (the vector fired) or held (the timer is armed).  The device
+ * decides right after it fills the used ring; this waits for whichever
+ * it did, WAIT_MS at most.
+ */
+static enum irq_fate irq_fate(struct vdev *d, int tfd)
+{
+	for (long end = now_ms() + WAIT_MS; now_ms() < end;) {
+		struct itimerspec its;
+
+		if (irq_take(d, 1, 1))
+			return IRQ_SENT;
+		if (timerfd_gettime(tfd, &its) == 0 &&
+		    (its.it_value.tv_sec || its.it_value.tv_nsec))
+			return IRQ_HELD;
+	}
+	return IRQ_NEITHER;
+}
+
+/*
  * irq-coalesce-us: while another request is still in the backend, the
  * interrupt for a completion waits for it; the last one out sends it at
  * once.  A GET_ID completes while the device pops, before the read beside
@@ -450,13 +502,16 @@ static void test_irq_coalesce(unsigned coalesce_us)
 	struct tmachine *t = machine_new("file=%s,if=none,id=x", dev, 1);
 
 	CHECK(vdev_find(t, 0, &d));
+	/* The window never closes by itself: only the last request out ends it. */
+	test_clock_ns = clock_now_ns() + 1000000 * 1000000000ull;
+	blk_device_set_clock(t->c, 0, test_clock);
 	/* Without EVENT_IDX every used batch asks for an interrupt. */
 	vdev_init(&d, &q, 1, 64, ALL_FEATURES & ~(1ull << VIRTIO_F_RING_EVENT_IDX));
 
 	/* A lone request is the last out: not held, even by a 1 s window. */
 	breq_add(&q, &(struct breq){ T_IN, 1, 512, 1, false, 0, 0, 0 });
 	gq_kick(&q);
-	CHECK(irq_take(&d, 1, 500) == 1);
+	CHECK(irq_take(&d, 1, WAIT_MS) == 1);
 	CHECK(wait_used_quietly(&q, 1) == 1);
 
 	for (unsigned round = 0; round < 3; round++) {
@@ -465,7 +520,7 @@ static void test_irq_coalesce(unsigned coalesce_us)
 		gq_kick(&q);
 		CHECK(wait_used_quietly(&q, 2) == 2);
 		unsigned want = coalesce_us ? 1 : 2;
-		long end = now_ms() + WAIT_MS / 5;
+		long end = now_ms() + WAIT_MS;
 
 		/* The last interrupt may still be on its way; then none more. */
 		for (irqs = 0; irqs < want && now_ms() < end;)
@@ -483,7 +538,7 @@ static void test_irq_coalesce(unsigned coalesce_us)
 		breq_add(&q, &(struct breq){ T_IN, 64 * i, 16384, 4, true, i, 0, 0 });
 	gq_kick(&q);
 	CHECK(wait_used_quietly(&q, 32) == 32);
-	irqs = irq_take(&d, 1, 500);
+	irqs = irq_take(&d, 1, WAIT_MS);
 	CHECK(irqs >= 1);
 	if (coalesce_us)
 		CHECK(irqs == 1);
@@ -499,69 +554,75 @@ static void test_irq_coalesce(unsigned coalesce_us)
 /*
  * irq-interval-us: an interrupt due sooner than the gap after the previous
  * one waits for the gap, while its entries are in the used ring at once.
- * After a quiet gap the next interrupt goes out at once; none is lost.
- * The gap (400 ms) is far longer than a request takes here.
+ * After a quiet gap the next interrupt goes out at once; none is lost, and
+ * however many complete inside one gap, it ends with one interrupt.
  */
-static void test_irq_interval(unsigned gap_ms)
+static void test_irq_interval(unsigned gap_us)
 {
+	const uint64_t gap = (uint64_t)gap_us * 1000;
 	char dev[96];
 	struct vdev d;
 	struct gq q;
-	uint64_t irqs = 0;
-	long t_kick, took;
 
 	snprintf(dev, sizeof(dev),
-		 "virtio-blk-pci,drive=x,num-queues=1,poll-us=0,irq-interval-us=%u",
-		 gap_ms * 1000);
+		 "virtio-blk-pci,drive=x,num-queues=1,poll-us=0,irq-interval-us=%u", gap_us);
 	struct tmachine *t = machine_new("file=%s,if=none,id=x", dev, 1);
 
 	CHECK(vdev_find(t, 0, &d));
+	/* A million seconds ahead: no timer of it goes off by itself. */
+	test_clock_ns = clock_now_ns() + 1000000 * 1000000000ull;
+	blk_device_set_clock(t->c, 0, test_clock);
+	int tfd = blk_device_irq_timer_fd(t->c, 0, 0);
+
 	vdev_init(&d, &q, 1, 64, ALL_FEATURES & ~(1ull << VIRTIO_F_RING_EVENT_IDX));
 
 	for (unsigned round = 0; round < 2; round++) {
 		/* Quiet since the last interrupt: this one is not held. */
-		t_kick = now_ms();
+		test_clock_pass(2 * gap);
 		breq_add(&q, &(struct breq){ T_IN, 8, 512, 1, false, 0, 0, 0 });
 		gq_kick(&q);
-		CHECK(irq_take(&d, 1, WAIT_MS) == 1);
-		took = now_ms() - t_kick;
-		CHECK(!gap_ms || took < (long)gap_ms * 3 / 4);
 		CHECK(wait_used_quietly(&q, 1) == 1);
+		CHECK(irq_fate(&d, tfd) == IRQ_SENT);
 
-		/* The next completes inside the gap: used at once, interrupt later. */
+		/* Half a gap later: used at once, the interrupt held. */
+		test_clock_pass(gap / 2);
 		breq_add(&q, &(struct breq){ T_IN, 16, 512, 1, false, 1, 0, 0 });
 		gq_kick(&q);
 		CHECK(wait_used_quietly(&q, 1) == 1);
-		took = now_ms() - t_kick;
-		if (gap_ms && took < (long)gap_ms / 2)
-			CHECK(irq_take(&d, 1, 0) == 0);
-		CHECK(irq_take(&d, 1, WAIT_MS) == 1);
-		/* The first interrupt left after t_kick; this one a gap after it. */
-		took = now_ms() - t_kick;
-		CHECK(!gap_ms || took >= (long)gap_ms - 10);
 		CHECK(slot_data(t, 1)[0] == disk_byte(16 * 512));
-		if (gap_ms)
-			usleep(gap_ms * 1000 + gap_ms * 250);
+		CHECK(irq_fate(&d, tfd) == (gap ? IRQ_HELD : IRQ_SENT));
+		if (!gap)
+			continue;
+		CHECK(irq_take(&d, 1, 0) == 0);
+		/* The gap ends: the held interrupt goes. */
+		test_clock_pass(gap / 2);
+		timer_fire(tfd);
+		CHECK(irq_take(&d, 1, WAIT_MS) == 1);
 	}
 
-	/* Eight kicks of one request 20 ms apart: one interrupt, then one per gap. */
+	/* Eight inside one gap: the first held, the rest join it. */
 	for (unsigned i = 0; i < 8; i++) {
+		test_clock_pass(gap / 10);
 		breq_add(&q, &(struct breq){ T_IN, 64 * i, 4096, 1, false, i, 0, 0 });
 		gq_kick(&q);
 		CHECK(wait_used_quietly(&q, 1) == 1);
-		usleep(20000);
+		if (!gap)
+			CHECK(irq_fate(&d, tfd) == IRQ_SENT);
+		else if (i == 0)
+			CHECK(irq_fate(&d, tfd) == IRQ_HELD);
 	}
-	long end = now_ms() + (gap_ms ? 2 * gap_ms : 200);
-
-	while (now_ms() < end)
-		irqs += irq_take(&d, 1, 10);
-	if (gap_ms)
-		CHECK(irqs == 2);
-	else
-		CHECK(irqs >= 4);
-	if (gap_ms ? irqs != 2 : irqs < 4)
-		printf("# irq-interval-us=%u: %llu interrupts for 8 kicks\n", gap_ms * 1000,
-		       (unsigned long long)irqs);
+	if (gap) {
+		CHECK(irq_take(&d, 1, 0) == 0);
+		test_clock_pass(gap);
+		timer_fire(tfd);
+		CHECK(irq_take(&d, 1, WAIT_MS) == 1);
+		/* Quiet again: the next goes at once. */
+		test_clock_pass(2 * gap);
+		breq_add(&q, &(struct breq){ T_IN, 8, 512, 1, false, 0, 0, 0 });
+		gq_kick(&q);
+		CHECK(wait_used_quietly(&q, 1) == 1);
+		CHECK(irq_fate(&d, tfd) == IRQ_SENT);
+	}
 	machine_free(t);
 }
 
@@ -1712,7 +1773,7 @@ int main(int argc, char **argv)
 	RUN(test_irq_coalesce(0));
 	RUN(test_irq_coalesce(1000000));
 	RUN(test_irq_interval(0));
-	RUN(test_irq_interval(400));
+	RUN(test_irq_interval(400000));
 	RUN(test_multiqueue(2, 0));
 	RUN(test_multiqueue(4, 4));
 	RUN(test_multiqueue(4, 3));
