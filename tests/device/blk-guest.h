@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -92,6 +93,7 @@ struct tmachine {
 	bool releasing;
 	uint8_t release_fill;
 	unsigned release_after_ms;
+	int release_efd;	/* written: let go now */
 	int released;		/* atomic: the stall was let go */
 };
 
@@ -423,18 +425,33 @@ static inline void *stall_releaser(void *opaque)
 {
 	struct tmachine *t = opaque;
 
-	usleep(t->release_after_ms * 1000);
+	struct pollfd p = { .fd = t->release_efd, .events = POLLIN };
+
+	poll(&p, 1, (int)t->release_after_ms);
 	stall_release(t, t->release_fill);
 	return NULL;
 }
 
-/* The slow disk: lets the stall go after ms, on another thread. */
+/*
+ * The slow disk: lets the stall go after ms, on another thread, or
+ * sooner at stall_release_now().
+ */
 static inline void stall_release_after(struct tmachine *t, unsigned ms, uint8_t fill)
 {
 	t->release_after_ms = ms;
 	t->release_fill = fill;
-	t->releasing = pthread_create(&t->releaser, NULL, stall_releaser, t) == 0;
+	t->release_efd = eventfd(0, EFD_CLOEXEC);
+	t->releasing = t->release_efd >= 0 &&
+		       pthread_create(&t->releaser, NULL, stall_releaser, t) == 0;
 	CHECK(t->releasing);
+}
+
+static inline void stall_release_now(struct tmachine *t)
+{
+	uint64_t one = 1;
+
+	if (t->releasing)
+		CHECK(write(t->release_efd, &one, sizeof(one)) == sizeof(one));
 }
 
 static inline void stall_join(struct tmachine *t)
@@ -442,6 +459,7 @@ static inline void stall_join(struct tmachine *t)
 	if (!t->releasing)
 		return;
 	pthread_join(t->releaser, NULL);
+	close(t->release_efd);
 	t->releasing = false;
 }
 

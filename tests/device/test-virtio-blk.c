@@ -1383,12 +1383,14 @@ static void test_reset_drains(const char *aio)
 	breq_add(&q, &(struct breq){ T_OUT, 64, 4096, 1, false, 0, 0, 0, STALL_GPA });
 	gq_kick(&q);
 	CHECK(stall_wait(t));
-	stall_release_after(t, 300, 0x5a);
+	/* Let go only after the checks below; the bound is for a write that hangs. */
+	stall_release_after(t, WAIT_MS, 0x5a);
 	mmio_write(t, d.common + 0x14, 0, 1);
 	/* The register write did not wait for the backend... */
 	CHECK(!stall_released(t));
 	/* ...and the reset is not complete while the write is out. */
 	CHECK(vstatus(&d) != 0);
+	stall_release_now(t);
 	for (long end = now_ms() + WAIT_MS; vstatus(&d) && now_ms() < end;)
 		usleep(1000);
 	CHECK(vstatus(&d) == 0);
