@@ -65,12 +65,12 @@ static uint32_t id_word(struct test_board *b, uint64_t base, unsigned off)
 #define INT_RT 0x40
 
 /*
- * Waits (up to 2 s) until reg & mask is want: the reader thread hands
+ * Waits (10 s bounds a hang) until reg & mask is want: the reader thread hands
  * input over when it gets to run, and the test judges what it then sees.
  */
 static bool wait_reg(struct test_board *b, uint64_t reg, uint32_t mask, uint32_t want)
 {
-	for (int i = 0; i < 2000 && (rd(b, reg) & mask) != want; i++)
+	for (int i = 0; i < 10000 && (rd(b, reg) & mask) != want; i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 	return (rd(b, reg) & mask) == want;
 }
