@@ -63,7 +63,7 @@ static void outb(struct test_board *b, uint16_t port, uint8_t v)
 #define MSR (COM + 6)
 #define SCR (COM + 7)
 
-/* Waits up to 2 s for the reader thread to bring a byte in. */
+/* Waits for the reader thread to bring a byte in; 10 s bounds a hang. */
 static bool wait_rx(struct test_board *b)
 {
 	for (int i = 0; i < 10000; i++) {
