@@ -9,7 +9,7 @@
 #   blk.r=SERIAL:MIB        print the md5 of 1 MiB at MiB offset, O_DIRECT
 #   blk.ro=SERIAL:MIB:PAT   try to write; print the status and the error
 #   blk.dw=SERIAL:MIB:PAT   write through the page cache (no O_DIRECT)
-#   blk.sync=MARK           sync, print MARK, then wait to be killed
+#   blk.sync=MARK           sync, fsync every disk, print MARK, then wait to be killed
 #   blk.reset=SERIAL        unbind and rebind the disk's PCI function while
 #                           I/O is in flight, then a fresh write/read
 #   blk.hardreset=SERIAL    write 0 to the device status behind the driver's
@@ -371,7 +371,12 @@ EOF
 	blk.ro=*) do_rowrite "$a" "$b" "$c" ;;
 	blk.dw=*) do_dwrite "$a" "$b" "$c" ;;
 	blk.sync=*)
+		# sync(2) writes a raw disk's cached pages but asks no disk to
+		# flush; an fsync of each disk does (a virtio FLUSH).
 		sync
+		for d in /dev/vd[a-z]; do
+			[ -b "$d" ] && sync "$d"
+		done
 		out "synced"
 		# The host kills the VMM on this line; nothing after it may
 		# be needed for the data to be on the host.
