@@ -17,7 +17,8 @@
  * a split ring resumes at the used ring's index, which is exact when the
  * back-end had nothing in flight (it completes requests out of order, so
  * with some in flight one might be served twice); a packed ring keeps no
- * such index in guest memory and cannot resume.
+ * such index in guest memory and resumes only from its start, when the
+ * old back-end never used a buffer of it.
  */
 #include <endian.h>
 #include <errno.h>
@@ -36,6 +37,7 @@
 #include "hw/virtio/vhost-user.h"
 #include "util/log.h"
 #include "virtio/virtio.h"
+#include "virtio/virtio_ring.h"
 
 #define F(bit) (1ull << (bit))
 /* A reply must come within this; GET_VRING_BASE waits for requests in flight. */
@@ -267,6 +269,27 @@ static int vhu_set_mem_table(struct vhu_frontend *f)
 }
 
 /*
+ * Whether no descriptor of packed ring vq carries the USED flag.  The
+ * driver sets it on none in its first lap, reaches a second only over
+ * buffers the device used, and the device sets it on each it uses in the
+ * first: so none carries it until the device has used a buffer.  (A
+ * driver that did not zero its ring reads as used: no resume, as before.)
+ */
+static bool vhu_packed_unused(const struct virtqueue *vq)
+{
+	const struct vring_packed_desc *d = vq->desc;
+
+	for (unsigned i = 0; i < vq->num; i++) {
+		uint16_t flags;
+
+		memcpy(&flags, &d[i].flags, sizeof(flags));
+		if (le16toh(flags) & (1u << VRING_PACKED_DESC_F_USED))
+			return false;
+	}
+	return true;
+}
+
+/*
  * Where the back-end takes queue q up: from the start, or after a
  * back-end restart from what the guest's rings say.  -1 with f->err when
  * it cannot be known.
@@ -280,9 +303,14 @@ static int vhu_ring_base(struct vhu_frontend *f, unsigned q, bool resume, uint32
 		*base = virtqueue_get_base(vq);
 		return 0;
 	}
-	if (vq->packed)
-		return vhost_user_fail(&f->err, "queue %u: a packed ring cannot resume on "
-				       "a restarted back-end", q);
+	if (vq->packed) {
+		if (!vhu_packed_unused(vq))
+			return vhost_user_fail(&f->err, "queue %u: a packed ring the old "
+					       "back-end used cannot resume on a new one", q);
+		/* The front end serves none of it: its state is the start. */
+		*base = virtqueue_get_base(vq);
+		return 0;
+	}
 	/* The used index, right after the used ring's flags. */
 	memcpy(&used, (const uint8_t *)vq->device + 2, sizeof(used));
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);

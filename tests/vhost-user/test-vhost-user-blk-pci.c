@@ -744,13 +744,20 @@ static bool second_conn_up(struct fake_be *fb)
 	return fb_find(fb, VHOST_USER_GET_CONFIG, 0, 2, &m);
 }
 
+enum ring_past { SPLIT_USED, PACKED_UNUSED, PACKED_USED };
+
 /*
  * reconnect=1: the back-end restarts (closes, is connected to again); a
  * running split ring resumes where the guest's used ring says, the
- * device never breaks.  A packed ring cannot say, and breaks it.
+ * device never breaks.  A packed ring keeps no such index: it resumes
+ * from its start (VIRTIO 1.2, 2.8: both wrap counters 1) if the old
+ * back-end used none of it, and breaks the device if it used any.
  */
-static void test_reconnect(bool packed)
+static void test_reconnect(enum ring_past past)
 {
+	const bool packed = past != SPLIT_USED;
+	/* After SET_VRING_BASE's num: where the back-end takes the ring up. */
+	const uint32_t base = packed ? 1u << 15 | 1u << 31 : 7;
 	struct fake_be fb;
 	struct tmachine *t;
 	struct fb_msg m;
@@ -771,21 +778,28 @@ static void test_reconnect(bool packed)
 		/* Seven requests made and used while the old back-end lived. */
 		memcpy(t->ram + q.avail + 2, &seven, 2);
 		memcpy(t->ram + q.used + 2, &seven, 2);
+	} else if (past == PACKED_USED) {
+		/* Slot 0 used in the first lap: AVAIL and USED both set. */
+		uint16_t used = htole16(1u << 7 | 1u << 15);
+
+		memcpy(t->ram + q.desc + 14, &used, 2);
 	}
+	const bool resumes = past != PACKED_USED;
+
 	capture_begin();
 	fb_hang_up(&fb);
 	bool up = fb_wait(&fb, second_conn_up);
-	bool broken = packed && wait_broken(&d);
-	bool enabled = packed ? second_conn_enabled(&fb) : fb_wait(&fb, second_conn_enabled);
+	bool broken = !resumes && wait_broken(&d);
+	bool enabled = resumes ? fb_wait(&fb, second_conn_enabled) : second_conn_enabled(&fb);
 	/* Printed after the rings are enabled: wait for it, not for a time. */
-	bool said = !packed && capture_wait_for("reconnected to the back-end", 5);
+	bool said = resumes && capture_wait_for("reconnected to the back-end", 5);
 	/* A resume the fake cut short is retried: "went away" again. */
 	static const char *const expected[] = { "went away", "reconnected to the back-end", NULL };
-	bool only = packed || capture_only(expected);
+	bool only = !resumes || capture_only(expected);
 	int n = capture_end(line, sizeof(line));
 
 	CHECK(up);
-	if (packed) {
+	if (!resumes) {
 		CHECK(broken);
 		CHECK(!enabled);
 		CHECK(n >= 1 && strstr(line, "went away"));
@@ -794,7 +808,7 @@ static void test_reconnect(bool packed)
 		CHECK(!status_broken(&d));
 		CHECK(said && only && n >= 2 && strstr(line, "went away"));
 		CHECK(fb_find(&fb, VHOST_USER_SET_VRING_BASE, 0, 2, &m) &&
-		      m.p.state.index == 0 && m.p.state.num == 7);
+		      m.p.state.index == 0 && m.p.state.num == base);
 		CHECK(fb_find(&fb, VHOST_USER_SET_FEATURES, 0, 2, &m) &&
 		      m.p.u64 == (d.features | F_PROTOCOL));
 		/* The same doorbell and vector, now the new back-end's. */
@@ -995,8 +1009,9 @@ int main(int argc, char **argv)
 	RUN(test_bad_reply(VHOST_USER_SET_VRING_ADDR, 0));
 	RUN(test_bad_reply(0, VHOST_USER_SET_FEATURES));
 	RUN(test_hang_up());
-	RUN(test_reconnect(false));
-	RUN(test_reconnect(true));
+	RUN(test_reconnect(SPLIT_USED));
+	RUN(test_reconnect(PACKED_UNUSED));
+	RUN(test_reconnect(PACKED_USED));
 	RUN(test_brisk_backend(false, 1));
 	RUN(test_brisk_backend(true, 1));
 	RUN(test_brisk_backend(false, 2));
