@@ -11,12 +11,15 @@
  *
  * Input layout:
  *   u8  bit 0 aio=threads, bit 1 writable, bits 2-3 num-queues - 1,
- *       bit 4 queue-size=16 (else 256)
+ *       bit 4 queue-size=16 (else 256), bit 5 the RAM memfd is sealable
+ *       (the back-end seals it; else it must survive its shrinking)
  *   u16 n, then n bytes of guest RAM (a 64 KiB memfd, zeros past them)
  *   then chunks until the input ends:
  *     u8  bits 0-1 how many fds ride with the chunk (0-3); bits 2-3 what
  *         they are: 0 the RAM memfd, 1 eventfds, 2 a pipe's read end,
- *         3 the RAM memfd first, then eventfds
+ *         3 the RAM memfd first, then eventfds; bit 4: once the chunk is
+ *         sent, the RAM memfd shrinks to a quarter (requests may be in
+ *         flight on it), as a front end that truncates its memory
  *     u16 length, then that many bytes, written as one sendmsg
  */
 #include <errno.h>
@@ -96,6 +99,18 @@ static bool send_chunk(int sock, const uint8_t *p, size_t len, unsigned spec, in
 	return ok;
 }
 
+/* Reads (and drops) replies until none comes for 50 ms, 1 s at most. */
+static void settle(int sock)
+{
+	int64_t end = now_ms() + 1000;
+	char buf[4096];
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+
+	while (now_ms() < end && poll(&p, 1, 50) > 0)
+		if (recv(sock, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+			return;
+}
+
 /* Reads (and drops) replies until the back-end closes, or time is up. */
 static void drain(int sock)
 {
@@ -128,7 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	snprintf(a.sun_path, sizeof(a.sun_path), "/tmp/brisk-fuzz-vu-%d.sock", (int)getpid());
 	disk = memfd_create("disk", MFD_CLOEXEC);
-	ram = memfd_create("ram", MFD_CLOEXEC);
+	ram = memfd_create("ram", MFD_CLOEXEC | (fl & 32 ? MFD_ALLOW_SEALING : 0));
 	if (disk < 0 || ram < 0 || ftruncate(disk, DISK_SIZE) < 0 ||
 	    ftruncate(ram, RAM_SIZE) < 0)
 		abort();
@@ -165,6 +180,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len = in.n;
 		if (!send_chunk(sock, in.p, len, spec, ram))
 			break;
+		/*
+		 * Once the back-end has taken what came before (it answers
+		 * what asks for a reply; quiet for 50 ms, or 1 s at most).
+		 * Fails where the back-end sealed it, as it should.
+		 */
+		if (spec & 16) {
+			settle(sock);
+			if (ftruncate(ram, RAM_SIZE / 4) < 0 && errno != EPERM)
+				abort();
+		}
 		in.p += len;
 		in.n -= len;
 	}

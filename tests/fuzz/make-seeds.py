@@ -194,9 +194,13 @@ def vu_seeds():
     def state(i, n):
         return struct.pack('<II', i, n)
 
-    for name, packed, rtype, ack in (('read-split', 0, 0, 0), ('read-packed', 1, 0, 0),
-                                     ('write-split-ack', 0, 1, 8),
-                                     ('write-packed-ack', 1, 1, 8)):
+    # shrink: the front end truncates its memory right after the kick fd
+    # (the request is in flight); 32 in the first byte makes it sealable.
+    for name, packed, rtype, ack, shrink, fl in (
+            ('read-split', 0, 0, 0, 0, 2), ('read-packed', 1, 0, 0, 0, 2),
+            ('write-split-ack', 0, 1, 8, 0, 2), ('write-packed-ack', 1, 1, 8, 0, 2),
+            ('write-split-shrink', 0, 1, 8, 16, 2),
+            ('write-split-sealed-shrink', 0, 1, 8, 16, 2 | 32)):
         chain = [(hdr_at, 16, 0), (data_at, 512, 0 if rtype else WRITE), (st_at, 1, WRITE)]
         if packed:
             ram, drv, dev = packed_ring(num, [chain])
@@ -217,11 +221,11 @@ def vu_seeds():
             msg(9, struct.pack('<IIQQQQ', 0, 0, uva, uva + dev, uva + drv, 0), f),
             msg(13, struct.pack('<Q', 0), f, spec=1 | 1 << 2),
             msg(14, struct.pack('<Q', 0), f, spec=1 | 1 << 2),
-            msg(12, struct.pack('<Q', 0), f, spec=1 | 1 << 2),
+            msg(12, struct.pack('<Q', 0), f, spec=1 | 1 << 2 | shrink),
             msg(18, state(0, 1), f), msg(11, state(0, 0)), msg(34, flags=f),
         ])
         write('fuzz-vhost-user', name,
-              bytes([2]) + struct.pack('<H', len(ram)) + ram + stream)
+              bytes([fl]) + struct.pack('<H', len(ram)) + ram + stream)
 
 
 def pci_seeds():
