@@ -476,26 +476,51 @@ logw_missing() {
 		echo "this kernel ($(uname -r)) has no dm-log-writes or loop module"
 }
 
-# logw_up NAME IMAGE: IMAGE under dm-log-writes, its log on IMAGE.log;
-# prints the device.
+# What logw_up made, for logw_teardown: dm names and loop devices.
+logw_dms= logw_loops=
+
+# logw_up NAME IMAGE: IMAGE under dm-log-writes (named for this run), its
+# log on IMAGE.log; prints the device.  What it made is undone by
+# logw_teardown, also when it fails half way.
 logw_up() {
-	local dev logdev
-	truncate -s $((256 * MiB)) "$2.log" &&
-	dev=$(losetup -f --show "$2") && logdev=$(losetup -f --show "$2.log") || return 1
-	echo "$dev $logdev" >"$2.loops"
+	local dev logdev dm=brisk-$1-$$
+	truncate -s $((256 * MiB)) "$2.log" || return 1
+	dev=$(losetup -f --show "$2") || return 1
+	logw_loops="$logw_loops $dev"
+	logdev=$(losetup -f --show "$2.log") || return 1
+	logw_loops="$logw_loops $logdev"
 	# No udev in a nested host: dmsetup makes the node itself.
-	DM_DISABLE_UDEV=1 dmsetup create "brisk-$1" \
+	DM_DISABLE_UDEV=1 dmsetup create "$dm" \
 		--table "0 $(($(stat -c %s "$2") / 512)) log-writes $dev $logdev" >&2 || return 1
-	echo "/dev/mapper/brisk-$1"
+	logw_dms="$logw_dms $dm"
+	echo "/dev/mapper/$dm"
 }
 
-# logw_down NAME IMAGE: marks the log ("killed"), then takes it all down.
+# logw_down NAME: marks the log ("killed"), then removes the device,
+# which writes the log's last entries and super block; it may still be
+# held a moment by the io_uring of a killed brisk, hence --retry.
 logw_down() {
-	PATH=$PATH:/usr/sbin:/sbin
-	dmsetup message "brisk-$1" 0 mark killed
-	DM_DISABLE_UDEV=1 dmsetup remove "brisk-$1"
-	# shellcheck disable=SC2046
-	losetup -d $(cat "$2.loops")
+	local dm=brisk-$1-$$
+	dmsetup message "$dm" 0 mark killed &&
+	DM_DISABLE_UDEV=1 dmsetup remove --retry "$dm" || return 1
+	logw_dms=${logw_dms/ $dm/}
+}
+
+# Whatever logw_up made and logw_down did not undo; then the images.
+logw_teardown_devices() {
+	local dm dev
+	for dm in $logw_dms; do
+		DM_DISABLE_UDEV=1 dmsetup remove --retry "$dm" 2>/dev/null
+	done
+	for dev in $logw_loops; do
+		losetup -d "$dev" 2>/dev/null
+	done
+	logw_dms= logw_loops=
+}
+logw_teardown() {
+	logw_teardown_devices
+	[ -n "${logw_dir:-}" ] && rm -rf "$logw_dir"
+	logw_dir=
 }
 
 if want durable; then
@@ -507,15 +532,22 @@ if want durable; then
 	if [ -z "$logw_why" ]; then
 		# Loop devices want a file system of this host's own, not the share.
 		logw_dir=$(mktemp -d "${TMPDIR:-/tmp}/blk-durable.XXXXXX") || die "mktemp failed"
+		trap logw_teardown EXIT
 		wimg=$logw_dir/w.raw nimg=$logw_dir/n.raw
 	fi
 	prep_durable() {
 		mkdisk "$wimg" $((64 * MiB))
 		mkdisk "$nimg" $((64 * MiB))
-		if [ -z "$logw_why" ]; then
-			wdev=$(logw_up wb "$wimg") && ndev=$(logw_up nc "$nimg") ||
-				die "cannot put the durable boot's disks on dm-log-writes"
+		[ -z "$logw_why" ] || return 0
+		# Not in $( ): a subshell would lose logw_up's record of what
+		# it made.
+		if logw_up wb "$wimg" >"$logw_dir/wdev" && logw_up nc "$nimg" >"$logw_dir/ndev"; then
+			wdev=$(cat "$logw_dir/wdev") ndev=$(cat "$logw_dir/ndev")
+			return 0
 		fi
+		logw_why="this host could not make the devices (loop, device-mapper)"
+		logw_teardown_devices
+		wdev=$wimg ndev=$nimg
 	}
 	dw=
 	for m in 3 4 5 9; do dw="$dw blk.dw=brisk-wb:$m:pa blk.dw=brisk-nc:$m:pb"; done
@@ -531,15 +563,15 @@ if want durable; then
 	check $((vm_killed != 1)) "$b: guest reported its sync, brisk killed then"
 	check $((vm_rc != 137)) "$b: brisk died of SIGKILL" "exit $vm_rc"
 	if [ -z "$logw_why" ]; then
-		logw_down wb "$wimg"
-		logw_down nc "$nimg"
 		for s in wb:$wimg:pa nc:$nimg:pb; do
 			ser=brisk-${s%%:*} f=${s#*:}; f=${f%:*} p=${s##*:}
+			logw_down "${s%%:*}"
+			check $? "$b: $ser's dm-log-writes device marked at the kill and removed"
 			rm -f "$f.cut"
 			truncate -s $((64 * MiB)) "$f.cut"
 			out=$("$here/lib/log-writes-replay" "$f.log" "$f.cut" killed 2>&1)
-			check $? "$b: $ser's dm-log-writes log replays up to the kill" "$out"
-			echo "# $b: $ser: $out"
+			check $? "$b: $ser's dm-log-writes log replays up to the kill"
+			printf '%s\n' "$out" | sed "s/^/# $b: $ser: /"
 			bad=
 			for m in 3 4 5 9; do region_is "$f.cut" $m $p || bad="$bad $m"; done
 			region_is "$f.cut" 10 pc || bad="$bad 10"
@@ -563,7 +595,7 @@ if want durable; then
 		for m in 2 6 8 11; do region_is "$f" $m zero || bad="$bad $m"; done
 		check $([ -z "$bad" ]; echo $?) "$b: nothing else changed in ${f##*/}" "MiB$bad differ"
 	done
-	[ -z "$logw_why" ] && rm -rf "$logw_dir"
+	logw_teardown
 	finish_boot $b
 fi
 
