@@ -13,6 +13,7 @@
  * limits) is the back-end's config; brisk passes on the features it knows
  * how to carry and sets the queue count.
  */
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <linux/virtio_blk.h>
@@ -290,6 +291,7 @@ struct vublk *vublk_create(struct machine *m, const struct blk_chardev_cfg *char
 	char name[64];
 	uint64_t features;
 
+	assert(plug);
 	if (!s) {
 		virtio_unplug(plug);
 		return NULL;

@@ -371,6 +371,7 @@ struct vblk *vblk_create(const struct guest_mem *mem, unsigned ncpus,
 		.snapshot = d->snapshot,
 	};
 
+	assert(plug);
 	if (!s) {
 		virtio_unplug(plug);
 		return NULL;

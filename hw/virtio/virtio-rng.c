@@ -12,6 +12,7 @@
  * quota and serves them.  So no buffer is lost or answered twice, and one
  * that asks for more than the quota left gets what is left.
  */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/virtio_rng.h>
@@ -230,6 +231,7 @@ struct vrng *vrng_create(struct machine *m, const struct vrng_cfg *cfg,
 {
 	struct vrng *r = calloc(1, sizeof(*r));
 
+	assert(plug);
 	if (!r || !m->loop) {
 		error_report("virtio-rng: %s", r ? "no main loop to serve it" : "out of memory");
 		virtio_unplug(plug);
