@@ -8,7 +8,7 @@
 # A mutant that survives is a hole in the tests; one whose text no longer
 # matches the source is a stale entry; one that does not build is a wrong
 # entry.  Any of them fails the run, so this must pass before a release
-# (it is not in CI: a whole run takes about ten minutes on 2 CPUs).
+# (it is not in CI: a whole run takes about twelve minutes on 2 CPUs).
 #
 # The work is done in a scratch copy of the tree (tracked and untracked,
 # not ignored files), built once; each mutant then costs an incremental
