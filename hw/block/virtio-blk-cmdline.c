@@ -398,31 +398,26 @@ int blk_devices_create(struct blk_cmdline *c, struct machine *m)
 		return -1;
 	for (unsigned i = 0; i < c->nr_devs; i++) {
 		struct blk_device_cfg *dc = &c->devs[i];
-
+		const struct blk_drive_cfg *d = &c->drives[dc->drive];
 		struct virtio_plug *plug;
 
 		/* An export serves whatever memory its front end brings. */
-		if (dc->socket_path)
+		if (dc->socket_path) {
 			plug = vu_backend_plug(dc->socket_path);
-		else
+			dc->dev = plug ? vblk_create(NULL, 1, d, dc, plug) : NULL;
+		} else {
 			plug = virtio_pci_plug(m, virtio_blk_pci_family.pci_class);
-		if (!plug)
-			return -1;
-		dc->dev = dc->socket_path ?
-			vblk_create(NULL, 1, &c->drives[dc->drive], dc, plug) :
-			vblk_create(&m->mem, m->ncpus, &c->drives[dc->drive], dc, plug);
+			dc->dev = plug ? vblk_create(&m->mem, m->ncpus, d, dc, plug) : NULL;
+		}
 		if (!dc->dev)
 			return -1;
 	}
 	for (unsigned i = 0; i < c->nr_vublks; i++) {
 		struct vublk_cfg *vc = &c->vublks[i];
-
 		struct virtio_plug *plug =
 			virtio_pci_plug(m, vhost_user_blk_pci_family.pci_class);
 
-		if (!plug)
-			return -1;
-		vc->dev = vublk_create(m, &c->chardevs[vc->chardev], vc, plug);
+		vc->dev = plug ? vublk_create(m, &c->chardevs[vc->chardev], vc, plug) : NULL;
 		if (!vc->dev)
 			return -1;
 	}

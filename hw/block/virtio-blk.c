@@ -270,7 +270,7 @@ static void vblk_irq_locked(struct vblk_queue *q)
 	 * test, whose clock is far ahead, so the timer goes off only when
 	 * the test says.
 	 */
-	uint64_t at = (now ? now : q->s->now_ns()) + wait;
+	uint64_t at = (q->interval_ns ? now : q->s->now_ns()) + wait;
 	struct itimerspec its = {
 		.it_value = { .tv_sec = at / 1000000000, .tv_nsec = at % 1000000000 },
 	};
