@@ -453,6 +453,13 @@ static void test_clock_pass(uint64_t ns)
 	__atomic_add_fetch(&test_clock_ns, ns, __ATOMIC_RELAXED);
 }
 
+/* t's disk runs on the test's clock, a million seconds ahead of the real one. */
+static void test_clock_take(struct tmachine *t)
+{
+	test_clock_ns = clock_now_ns() + 1000000 * 1000000000ull;
+	blk_device_set_clock(t->c, 0, test_clock);
+}
+
 /* The timer goes off now, as it would have at the end of the gap. */
 static void timer_fire(int tfd)
 {
@@ -520,8 +527,7 @@ static void test_irq_coalesce(unsigned coalesce_us)
 
 	CHECK(vdev_find(t, 0, &d));
 	/* The window never closes by itself: only the last request out ends it. */
-	test_clock_ns = clock_now_ns() + 1000000 * 1000000000ull;
-	blk_device_set_clock(t->c, 0, test_clock);
+	test_clock_take(t);
 	/* Without EVENT_IDX every used batch asks for an interrupt. */
 	vdev_init(&d, &q, 1, 64, ALL_FEATURES & ~(1ull << VIRTIO_F_RING_EVENT_IDX));
 
@@ -586,9 +592,8 @@ static void test_irq_interval(unsigned gap_us)
 	struct tmachine *t = machine_new("file=%s,if=none,id=x", dev, 1);
 
 	CHECK(vdev_find(t, 0, &d));
-	/* A million seconds ahead: no timer of it goes off by itself. */
-	test_clock_ns = clock_now_ns() + 1000000 * 1000000000ull;
-	blk_device_set_clock(t->c, 0, test_clock);
+	/* No timer of it goes off by itself. */
+	test_clock_take(t);
 	int tfd = blk_device_irq_timer_fd(t->c, 0, 0);
 
 	vdev_init(&d, &q, 1, 64, ALL_FEATURES & ~(1ull << VIRTIO_F_RING_EVENT_IDX));
