@@ -99,22 +99,13 @@ static bool send_chunk(int sock, const uint8_t *p, size_t len, unsigned spec, in
 	return ok;
 }
 
-/* Reads (and drops) replies until none comes for 50 ms, 1 s at most. */
-static void settle(int sock)
+/*
+ * Reads (and drops) replies until the back-end closes, none comes for
+ * quiet_ms, or max_ms have passed.
+ */
+static void drain(int sock, int quiet_ms, int max_ms)
 {
-	int64_t end = now_ms() + 1000;
-	char buf[4096];
-	struct pollfd p = { .fd = sock, .events = POLLIN };
-
-	while (now_ms() < end && poll(&p, 1, 50) > 0)
-		if (recv(sock, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
-			return;
-}
-
-/* Reads (and drops) replies until the back-end closes, or time is up. */
-static void drain(int sock)
-{
-	int64_t end = now_ms() + WAIT_MS;
+	int64_t end = now_ms() + max_ms;
 	char buf[4096];
 
 	for (;;) {
@@ -122,7 +113,7 @@ static void drain(int sock)
 		int left = (int)(end - now_ms());
 		ssize_t r;
 
-		if (left <= 0 || poll(&p, 1, left) <= 0)
+		if (left <= 0 || poll(&p, 1, left < quiet_ms ? left : quiet_ms) <= 0)
 			return;
 		r = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
 		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
@@ -186,7 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * Fails where the back-end sealed it, as it should.
 		 */
 		if (spec & 16) {
-			settle(sock);
+			drain(sock, 50, 1000);
 			if (ftruncate(ram, RAM_SIZE / 4) < 0 && errno != EPERM)
 				abort();
 		}
@@ -194,7 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		in.n -= len;
 	}
 	shutdown(sock, SHUT_WR);
-	drain(sock);
+	drain(sock, WAIT_MS, WAIT_MS);
 	close(sock);
 	blk_devices_destroy(c);
 	blk_cmdline_free(c);
