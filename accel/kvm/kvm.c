@@ -150,6 +150,7 @@ struct kvm_vm *kvm_vm_new(struct machine *m, uint64_t ram_end)
 		goto fail;
 	m->priv = vm;
 	m->shutdown = kvm_shutdown;
+	m->stop_fd = vm->done_fd;
 	return vm;
 fail:
 	kvm_vm_free(vm);

@@ -301,6 +301,7 @@ struct vublk *vublk_create(struct machine *m, const struct blk_chardev_cfg *char
 	s->f = vhu_frontend_new(&(struct vhu_frontend_cfg){
 		.name = name, .path = chardev->sock.path, .fd = chardev->sock.fd,
 		.reconnect_s = chardev->sock.reconnect_s, .config_len = VUBLK_CONFIG_LEN,
+		.vm_stop_fd = m->stop_fd,
 	});
 	if (!s->f || vublk_queues(s, m, cfg, name) < 0)
 		goto fail;
@@ -335,4 +336,10 @@ void vublk_destroy(struct vublk *s)
 	if (s->vdev_ready)
 		virtio_device_destroy(&s->vdev);
 	free(s);
+}
+
+void vublk_set_reply_timeout(struct blk_cmdline *c, unsigned i, int ms)
+{
+	assert(i < c->nr_vublks && c->vublks[i].dev);
+	vhu_frontend_set_timeout(c->vublks[i].dev->f, ms);
 }

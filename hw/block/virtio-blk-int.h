@@ -144,5 +144,7 @@ int blk_device_irq_timer_fd(struct blk_cmdline *c, unsigned i, unsigned q);
 struct vublk *vublk_create(struct machine *m, const struct blk_chardev_cfg *chardev,
 			   const struct vublk_cfg *cfg, struct virtio_plug *plug);
 void vublk_destroy(struct vublk *s);
+/* How long the i-th vhost-user disk's front-end waits for a reply. */
+void vublk_set_reply_timeout(struct blk_cmdline *c, unsigned i, int ms);
 
 #endif

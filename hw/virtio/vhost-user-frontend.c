@@ -40,7 +40,7 @@
 #include "virtio/virtio_ring.h"
 
 #define F(bit) (1ull << (bit))
-/* A reply must come within this; GET_VRING_BASE waits for requests in flight. */
+/* A reply must come within this, except GET_VRING_BASE's (vhu_frontend_stop). */
 #define VHU_TIMEOUT_MS 30000
 #define VHU_PROTOCOL (F(VHOST_USER_PROTOCOL_F_MQ) | F(VHOST_USER_PROTOCOL_F_REPLY_ACK) | \
 		      F(VHOST_USER_PROTOCOL_F_CONFIG))
@@ -49,6 +49,8 @@ struct vhu_frontend {
 	char name[64];
 	char *path;
 	unsigned reconnect_s;
+	int timeout_ms;
+	int vm_stop_fd;		/* readable once brisk stops the VM; -1: never */
 	uint32_t config_len;
 
 	/* Written by the watcher (and before it starts); read under vdev->lock. */
@@ -79,7 +81,7 @@ static int vhu_call(struct vhu_frontend *f, uint32_t req, const void *payload,
 	}
 	return vhost_user_call(f->sock, req, payload, size, fds, nfds,
 			       f->protocol & F(VHOST_USER_PROTOCOL_F_REPLY_ACK), reply,
-			       VHU_TIMEOUT_MS, &f->err, &f->gone);
+			       f->timeout_ms, &f->err, &f->gone);
 }
 
 static int vhu_call_u64(struct vhu_frontend *f, uint32_t req, uint64_t v)
@@ -210,6 +212,8 @@ struct vhu_frontend *vhu_frontend_new(const struct vhu_frontend_cfg *cfg)
 	}
 	snprintf(f->name, sizeof(f->name), "%s", cfg->name);
 	f->reconnect_s = cfg->reconnect_s;
+	f->timeout_ms = VHU_TIMEOUT_MS;
+	f->vm_stop_fd = cfg->vm_stop_fd;
 	f->config_len = cfg->config_len;
 	f->stop_fd = -1;
 	f->sock = cfg->fd >= 0 ? cfg->fd : vhu_connect(cfg->path);
@@ -228,6 +232,11 @@ struct vhu_frontend *vhu_frontend_new(const struct vhu_frontend_cfg *cfg)
 fail:
 	vhu_frontend_free(f);
 	return NULL;
+}
+
+void vhu_frontend_set_timeout(struct vhu_frontend *f, int ms)
+{
+	f->timeout_ms = ms;
 }
 
 uint64_t vhu_frontend_features(const struct vhu_frontend *f)
@@ -411,8 +420,17 @@ void vhu_frontend_stop(struct vhu_frontend *f)
 
 		if (!f->started[q])
 			continue;
-		/* Returns once the back-end has finished the ring's requests. */
-		if (vhu_call(f, VHOST_USER_GET_VRING_BASE, &s, sizeof(s), NULL, 0, &r) < 0) {
+		/*
+		 * The back-end answers once it has finished the ring's requests,
+		 * which may take as long as its disk does; until then it may
+		 * still write guest memory, so the guest's reset waits for that
+		 * answer, however long.  Or for a hang-up: a back-end process
+		 * that ends lets go of its memory before its socket closes.  Or
+		 * for brisk to stop the VM; from then on the usual time limit.
+		 */
+		if (vhost_user_call_held(f->sock, VHOST_USER_GET_VRING_BASE, &s, sizeof(s),
+					 false, &r, f->timeout_ms, f->vm_stop_fd, &f->err,
+					 &f->gone) < 0) {
 			vhu_fail(f);
 			return;
 		}

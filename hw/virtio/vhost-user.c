@@ -151,7 +151,8 @@ void vhost_user_close_fds(struct vhost_user_msg *m)
 }
 
 /* Waits for the socket to become ready for ev; -1 with *e on timeout. */
-static int vu_wait(int sock, short ev, int timeout_ms, struct vhost_user_err *e)
+static int vu_wait(int sock, short ev, int timeout_ms, const char *where,
+		   struct vhost_user_err *e)
 {
 	struct pollfd p = { .fd = sock, .events = ev };
 	int r;
@@ -162,8 +163,7 @@ static int vu_wait(int sock, short ev, int timeout_ms, struct vhost_user_err *e)
 	if (r < 0)
 		return vhost_user_fail(e, "poll: %s", strerror(errno));
 	if (r == 0)
-		return vhost_user_fail(e, "peer stalled for %d ms in the middle of a message",
-				       timeout_ms);
+		return vhost_user_fail(e, "peer stalled for %d ms %s", timeout_ms, where);
 	return 0;
 }
 
@@ -216,7 +216,8 @@ static int vu_read(int sock, void *buf, size_t len, struct vhost_user_msg *m,
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			if (vu_wait(sock, POLLIN, timeout_ms, e) < 0)
+			if (vu_wait(sock, POLLIN, timeout_ms, got || !may_eof ?
+				    "in the middle of a message" : "before a message", e) < 0)
 				return -1;
 			continue;
 		}
@@ -303,7 +304,7 @@ int vhost_user_send(int sock, const struct vhost_user_msg *m, const int *fds,
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			if (vu_wait(sock, POLLOUT, timeout_ms, e) < 0)
+			if (vu_wait(sock, POLLOUT, timeout_ms, "in the middle of a message", e) < 0)
 				return -1;
 			continue;
 		}
@@ -445,10 +446,28 @@ static bool vu_peer_gone(int sock)
 	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-int vhost_user_call(int sock, uint32_t request, const void *payload, uint32_t size,
-		    const int *fds, unsigned int nfds, bool ack,
-		    struct vhost_user_msg *reply, int timeout_ms,
-		    struct vhost_user_err *e, bool *gone)
+/*
+ * Until the socket has something to read or has hung up, or release_fd
+ * (-1: none) is readable: no time limit of its own.
+ */
+static int vu_hold(int sock, int release_fd, struct vhost_user_err *e)
+{
+	struct pollfd p[2] = {
+		{ .fd = sock, .events = POLLIN | POLLRDHUP },
+		{ .fd = release_fd, .events = POLLIN },
+	};
+	int r;
+
+	do
+		r = poll(p, 2, -1);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? vhost_user_fail(e, "poll: %s", strerror(errno)) : 0;
+}
+
+static int vu_call(int sock, uint32_t request, const void *payload, uint32_t size,
+		   const int *fds, unsigned int nfds, bool ack,
+		   struct vhost_user_msg *reply, int timeout_ms, bool hold, int release_fd,
+		   struct vhost_user_err *e, bool *gone)
 {
 	bool has_reply = vhost_user_has_reply(request);
 	struct vhost_user_msg m, r;
@@ -467,13 +486,19 @@ int vhost_user_call(int sock, uint32_t request, const void *payload, uint32_t si
 		goto out;
 	if (!has_reply && !ack)
 		return 0;
+	if (hold && vu_hold(sock, release_fd, e) < 0)
+		goto out;
 	switch (vhost_user_recv(sock, &r, timeout_ms, e)) {
 	case 0:
 		vhost_user_fail(e, "%s: the back-end closed the connection",
 				vhost_user_request_name(request));
 		goto out;
-	case -1:
+	case -1: {
+		struct vhost_user_err why = *e;
+
+		vhost_user_fail(e, "%s: %s", vhost_user_request_name(request), why.msg);
 		goto out;
+	}
 	}
 	if (vhost_user_check_reply(&r, request, e) < 0) {
 		vhost_user_close_fds(&r);
@@ -494,4 +519,21 @@ out:
 	if (gone)
 		*gone = vu_peer_gone(sock);
 	return ret;
+}
+
+int vhost_user_call(int sock, uint32_t request, const void *payload, uint32_t size,
+		    const int *fds, unsigned int nfds, bool ack,
+		    struct vhost_user_msg *reply, int timeout_ms,
+		    struct vhost_user_err *e, bool *gone)
+{
+	return vu_call(sock, request, payload, size, fds, nfds, ack, reply, timeout_ms,
+		       false, -1, e, gone);
+}
+
+int vhost_user_call_held(int sock, uint32_t request, const void *payload, uint32_t size,
+			 bool ack, struct vhost_user_msg *reply, int timeout_ms,
+			 int release_fd, struct vhost_user_err *e, bool *gone)
+{
+	return vu_call(sock, request, payload, size, NULL, 0, ack, reply, timeout_ms,
+		       true, release_fd, e, gone);
 }

@@ -49,6 +49,13 @@ struct machine {
 	 * why (may be NULL) is printed as one line when status != 0.
 	 */
 	void (*shutdown)(struct machine *m, int status, const char *why);
+	/*
+	 * Readable from the first shutdown() on, and never read: a device
+	 * that waits on another process with no time limit (a vhost-user
+	 * back-end finishing a ring's requests) gives up waiting then, so
+	 * that the vCPU doing it can stop.  -1 on a board without one.
+	 */
+	int stop_fd;
 	void *priv;		/* the accelerator/main loop's own state */
 };
 

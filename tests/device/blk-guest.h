@@ -173,8 +173,8 @@ static const struct irq_ops fake_irq_ops = {
 
 static inline void fake_shutdown(struct machine *m, int status, const char *why)
 {
-	(void)m;
 	fprintf(stderr, "shutdown %d: %s\n", status, why ? why : "");
+	eventfd_write(m->stop_fd, 1);
 }
 
 static inline int make_disk(struct tmachine *t)
@@ -248,6 +248,7 @@ static inline struct tmachine *machine_board(unsigned ncpus, bool stall)
 	t->m.irq = (struct irq_chip){ &fake_irq_ops, t };
 	t->m.ncpus = ncpus;
 	t->m.shutdown = fake_shutdown;
+	t->m.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	t->m.pci = pci_bus_new(&t->m.pio, &t->m.mmio, &t->m.irq, MMIO_BASE, MMIO_SIZE);
 	if (make_disk(t) < 0) {
 		perror("temp disk");
@@ -355,6 +356,7 @@ static inline void machine_free(struct tmachine *t)
 	bus_destroy(&t->m.pio);
 	bus_destroy(&t->m.mmio);
 	close(t->fd);
+	close(t->m.stop_fd);
 	unlink(t->path);
 	munmap(t->alloc, RAM_SIZE + 2 * CANARY_LEN);
 	close(t->memfd);

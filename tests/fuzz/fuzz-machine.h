@@ -104,6 +104,7 @@ static int fm_init(struct fuzz_machine *f, const uint8_t *data, size_t len,
 	f->m.irq = (struct irq_chip){ &fm_irq_ops, f };
 	f->m.ncpus = 1;
 	f->m.shutdown = fm_shutdown;
+	f->m.stop_fd = -1;
 	f->m.pci = pci_bus_new(&f->m.pio, &f->m.mmio, &f->m.irq, FM_MMIO_BASE,
 			       FM_MMIO_SIZE);
 	f->disk_fd = memfd_create("disk", MFD_CLOEXEC);

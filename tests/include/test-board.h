@@ -60,6 +60,7 @@ static inline void board_init(struct test_board *b, unsigned ncpus)
 	b->m.irq = (struct irq_chip){ .ops = &fake_irq_ops, .opaque = b };
 	b->m.ncpus = ncpus;
 	b->m.shutdown = fake_shutdown;
+	b->m.stop_fd = -1;
 	b->m.priv = b;
 	pthread_mutex_init(&b->lock, NULL);
 	b->status = NO_SHUTDOWN;

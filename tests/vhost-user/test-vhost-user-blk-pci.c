@@ -39,6 +39,7 @@
 #include "check.h"
 #include "capture.h"
 #include "blk-guest.h"
+#include "virtio-blk-int.h"
 
 #define F(bit) (1ull << (bit))
 /* VIRTIO 1.2 feature bits. */
@@ -96,6 +97,9 @@ struct fake_be {
 	uint32_t base[FB_RINGS];	/* GET_VRING_BASE answers */
 	/* faults: request types to refuse, to answer as another, to hang up at */
 	uint32_t nack, garble, hangup;
+	/* GET_VRING_BASE's answer waits for fb_answer_held() */
+	bool hold_base, holding;
+	struct vhost_user_msg held;
 	/* what it was told */
 	uint64_t negotiated;	/* SET_PROTOCOL_FEATURES */
 	struct fb_msg log[FB_LOG];
@@ -177,6 +181,13 @@ static bool fb_handle(struct fake_be *fb, struct vhost_user_msg *m)
 		struct vhost_user_vring_state s = m->payload.state;
 
 		s.num = fb->base[s.index % FB_RINGS];
+		if (fb->hold_base) {
+			/* As a back-end whose disk has not yet finished the ring's requests. */
+			fb->held = *m;
+			fb->held.payload.state = s;
+			fb->holding = true;
+			break;
+		}
 		fb_reply(fb, m, &s, sizeof(s));
 		break;
 	}
@@ -357,6 +368,23 @@ static void fb_hang_up(struct fake_be *fb)
 	if (fb->sock >= 0)
 		shutdown(fb->sock, SHUT_RDWR);
 	pthread_mutex_unlock(&fb->lock);
+}
+
+static void fb_answer_held(struct fake_be *fb)
+{
+	pthread_mutex_lock(&fb->lock);
+	if (fb->holding && fb->sock >= 0)
+		fb_reply(fb, &fb->held, &fb->held.payload.state, sizeof(fb->held.payload.state));
+	fb->holding = false;
+	pthread_mutex_unlock(&fb->lock);
+}
+
+static bool fb_holding(struct fake_be *fb)
+{
+	pthread_mutex_lock(&fb->lock);
+	bool h = fb->holding;
+	pthread_mutex_unlock(&fb->lock);
+	return h;
 }
 
 /* Waits for cond(fb) (bounded); its last value. */
@@ -730,6 +758,102 @@ out:
 	fb_stop(&fb);
 }
 
+struct resetter {
+	struct vdev *d;
+	pthread_t thread;
+	bool done;
+};
+
+/* The driver's reset, on a vCPU of its own: it returns once the reset is. */
+static void *resetter_run(void *opaque)
+{
+	struct resetter *r = opaque;
+
+	set_status(r->d, 0);
+	__atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static bool resetter_done(struct resetter *r)
+{
+	return __atomic_load_n(&r->done, __ATOMIC_ACQUIRE);
+}
+
+enum held_end { ANSWERED, HUNG_UP, VM_STOPPED };
+
+/*
+ * Until it answers GET_VRING_BASE the back-end may still write guest
+ * memory: the guest's reset waits for that answer however long it takes,
+ * past the front-end's reply timeout (100 ms here).  It ends with the
+ * answer; with the back-end hanging up (its process is gone, and its
+ * mappings with it); or once brisk stops the VM, then after the timeout,
+ * so that the vCPU can stop.
+ */
+static void test_reset_held(enum held_end end)
+{
+	struct resetter r = { 0 };
+	struct fake_be fb;
+	struct tmachine *t;
+	struct vdev d;
+	struct gq q;
+	char line[512];
+	int n, hung_up, stalled;
+
+	fb_init(&fb);
+	fb.hold_base = true;
+	t = machine_fb(&fb, "", 1);
+	CHECK(t && vdev_find(t, 0, &d));
+	if (!t)
+		goto out;
+	vublk_set_reply_timeout(t->c, 0, 100);
+	vdev_init(&d, &q, 1, 16, ~0ull);
+	CHECK(!status_broken(&d));
+	r.d = &d;
+	capture_begin();
+	if (pthread_create(&r.thread, NULL, resetter_run, &r)) {
+		perror("pthread_create");
+		exit(1);
+	}
+	CHECK(fb_wait(&fb, fb_holding));
+	/* Ten of its timeouts: a reset that gave up on the answer is over by now. */
+	usleep(1000 * 1000);
+	CHECK(!resetter_done(&r));
+	switch (end) {
+	case ANSWERED:
+		fb_answer_held(&fb);
+		break;
+	case HUNG_UP:
+		fb_hang_up(&fb);
+		break;
+	case VM_STOPPED:
+		t->m.shutdown(&t->m, 0, "the VM stops");
+		break;
+	}
+	for (long until = now_ms() + WAIT_MS; !resetter_done(&r) && now_ms() < until;)
+		usleep(2000);
+	CHECK(resetter_done(&r));
+	if (!resetter_done(&r)) {
+		/* Let the stuck reset go, so that the other cases still run. */
+		fb_answer_held(&fb);
+		fb_hang_up(&fb);
+	}
+	pthread_join(r.thread, NULL);
+	hung_up = capture_count("GET_VRING_BASE: the back-end closed the connection");
+	stalled = capture_count("GET_VRING_BASE: peer stalled for 100 ms before a message");
+	n = capture_end(line, sizeof(line));
+	CHECK(vstatus(&d) == 0);
+	if (end == ANSWERED)
+		CHECK(n == 0 && !fb_holding(&fb));
+	else if (end == HUNG_UP)
+		CHECK(n == 1 && hung_up == 1);
+	else	/* the shutdown's own line, then the stall that ended the wait */
+		CHECK(n == 2 && stalled == 1);
+	/* Whatever ended the wait, the guest's reset is complete. */
+	machine_free(t);
+out:
+	fb_stop(&fb);
+}
+
 static bool second_conn_enabled(struct fake_be *fb)
 {
 	struct fb_msg m;
@@ -1009,6 +1133,9 @@ int main(int argc, char **argv)
 	RUN(test_bad_reply(VHOST_USER_SET_VRING_ADDR, 0));
 	RUN(test_bad_reply(0, VHOST_USER_SET_FEATURES));
 	RUN(test_hang_up());
+	RUN(test_reset_held(ANSWERED));
+	RUN(test_reset_held(HUNG_UP));
+	RUN(test_reset_held(VM_STOPPED));
 	RUN(test_reconnect(SPLIT_USED));
 	RUN(test_reconnect(PACKED_UNUSED));
 	RUN(test_reconnect(PACKED_USED));

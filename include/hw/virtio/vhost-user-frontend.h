@@ -33,6 +33,7 @@ struct vhu_frontend_cfg {
 	int fd;			/* >= 0: a connected socket to use first (taken over) */
 	unsigned reconnect_s;	/* 0: a lost back-end is an error of the device */
 	uint32_t config_len;	/* device config bytes to read (GET_CONFIG) */
+	int vm_stop_fd;		/* the machine's stop_fd (hw/machine.h); -1: none */
 };
 
 /*
@@ -41,6 +42,11 @@ struct vhu_frontend_cfg {
  * answers wrong.
  */
 struct vhu_frontend *vhu_frontend_new(const struct vhu_frontend_cfg *cfg);
+/*
+ * How long a reply may take (default 30 s; GET_VRING_BASE's none until
+ * the VM stops), for tests that must see a back-end outlast it.
+ */
+void vhu_frontend_set_timeout(struct vhu_frontend *f, int ms);
 /* The back-end's virtio feature bits, without the protocol-features bit. */
 uint64_t vhu_frontend_features(const struct vhu_frontend *f);
 /* The most queues the back-end serves. */

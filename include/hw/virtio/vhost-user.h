@@ -234,6 +234,15 @@ int vhost_user_call(int sock, uint32_t request, const void *payload, uint32_t si
 		    const int *fds, unsigned int nfds, bool ack,
 		    struct vhost_user_msg *reply, int timeout_ms,
 		    struct vhost_user_err *e, bool *gone);
+/*
+ * The same for a request whose answer the back-end may rightly take as
+ * long as its disk does (GET_VRING_BASE waits for the ring's requests):
+ * the answer's start has no time limit until release_fd (-1: none) is
+ * readable, and from then on timeout_ms.  A hang-up ends the wait.
+ */
+int vhost_user_call_held(int sock, uint32_t request, const void *payload, uint32_t size,
+			 bool ack, struct vhost_user_msg *reply, int timeout_ms,
+			 int release_fd, struct vhost_user_err *e, bool *gone);
 
 /* Header for a request or a reply: version set, payload size given. */
 void vhost_user_msg_init(struct vhost_user_msg *m, uint32_t request,
