@@ -132,19 +132,20 @@ static bool split_read_avail_idx(struct virtqueue *vq)
 	return true;
 }
 
-int virtqueue_split_pop(struct virtqueue *vq, struct vq_elem_cache *c,
-			struct vq_elem **elem)
+/* A taken head, as the inflight region records it (virtqueue-inflight.c). */
+static void split_inflight_take(struct vq_inflight *ifl, uint16_t head)
 {
-	/*
-	 * Fully written before they are read; zeroing 24 KiB per request
-	 * would dominate the cost of pop (tests/bench/virtqueue-pop).
-	 */
-	uint64_t addr[VIRTQUEUE_MAX_SIZE] BRISK_UNINITIALIZED;
-	struct iovec iov[VIRTQUEUE_MAX_SIZE] BRISK_UNINITIALIZED;
-	struct vq_gather g = { .addr = addr, .iov = iov };
+	struct vq_inflight_desc *d = &ifl->region->desc[head];
+
+	d->counter = ifl->counter++;
+	vq_compiler_barrier();
+	d->inflight = 1;
+}
+
+/* The next available head: 1 with *head, 0 when there is none, -1 broken. */
+static inline int split_next_avail(struct virtqueue *vq, uint16_t *head)
+{
 	uint16_t last = vq->last_avail_idx;
-	uint16_t head;
-	struct vq_elem *e;
 
 	if (last == vq->shadow_avail_idx) {
 		if (!split_read_avail_idx(vq))
@@ -166,13 +167,41 @@ int virtqueue_split_pop(struct virtqueue *vq, struct vq_elem_cache *c,
 		if (last == vq->shadow_avail_idx)
 			return 0;
 	}
-	head = vq_ld16(&split_avail(vq)->ring[last & (vq->num - 1)]);
-	if (head >= vq->num)
+	*head = vq_ld16(&split_avail(vq)->ring[last & (vq->num - 1)]);
+	if (*head >= vq->num)
 		return vq_fail(vq, "available head index out of range");
+	return 1;
+}
+
+int virtqueue_split_pop(struct virtqueue *vq, struct vq_elem_cache *c,
+			struct vq_elem **elem)
+{
+	/*
+	 * Fully written before they are read; zeroing 24 KiB per request
+	 * would dominate the cost of pop (tests/bench/virtqueue-pop).
+	 */
+	uint64_t addr[VIRTQUEUE_MAX_SIZE] BRISK_UNINITIALIZED;
+	struct iovec iov[VIRTQUEUE_MAX_SIZE] BRISK_UNINITIALIZED;
+	struct vq_gather g = { .addr = addr, .iov = iov };
+	/* A head a previous back-end took and never used comes first. */
+	bool again = unlikely(vq->ifl) && vq->ifl->resubmitted < vq->ifl->nresubmit;
+	uint16_t head;
+	struct vq_elem *e;
+	int r;
+
+	if (again)
+		head = vq->ifl->resubmit[vq->ifl->resubmitted];
+	else if ((r = split_next_avail(vq, &head)) <= 0)
+		return r;
 	if (split_gather(vq, &g, head) < 0)
 		return -1;
-	vq->last_avail_idx = last + 1;
+	if (again)
+		vq->ifl->resubmitted++;
+	else
+		vq->last_avail_idx++;
 	vq->inflight++;
+	if (unlikely(vq->ifl))
+		split_inflight_take(vq->ifl, head);
 	e = vq_elem_build(c, &g);
 	e->index = head;
 	e->ndescs = 1;
@@ -188,6 +217,14 @@ void virtqueue_split_fill(struct virtqueue *vq, const struct vq_elem *elem,
 
 	vq_st32(&u->id, elem->index);
 	vq_st32(&u->len, len);
+	if (unlikely(vq->ifl)) {
+		struct vq_inflight_region *r = vq->ifl->region;
+
+		assert(idx < vq->num);
+		vq->ifl->batch[idx] = elem->index;
+		r->desc[elem->index].next = r->last_batch_head;
+		r->last_batch_head = elem->index;
+	}
 }
 
 void virtqueue_split_flush(struct virtqueue *vq, unsigned int count)
@@ -198,6 +235,16 @@ void virtqueue_split_flush(struct virtqueue *vq, unsigned int count)
 	vq_wmb();
 	vq_st16(&split_used(vq)->idx, new);
 	vq->used_idx = new;
+	if (unlikely(vq->ifl)) {
+		struct vq_inflight_region *r = vq->ifl->region;
+
+		/* A crash from here on leaves a batch the region can settle. */
+		vq_compiler_barrier();
+		for (unsigned int i = 0; i < count; i++)
+			r->desc[vq->ifl->batch[i]].inflight = 0;
+		vq_compiler_barrier();
+		r->used_idx = new;
+	}
 	/* 16-bit distance to the last signalled index would be ambiguous. */
 	if ((uint16_t)(new - vq->signalled_used) < (uint16_t)(new - old))
 		vq->signalled_used_valid = false;
@@ -238,7 +285,7 @@ void virtqueue_split_set_notification(struct virtqueue *vq, bool enable)
 
 bool virtqueue_split_has_work(struct virtqueue *vq)
 {
-	if (vq->shadow_avail_idx != vq->last_avail_idx)
+	if (vq->shadow_avail_idx != vq->last_avail_idx || virtqueue_inflight_pending(vq))
 		return true;
 	/* An impossible index is work too: pop reports it. */
 	if (!split_read_avail_idx(vq))

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -51,6 +52,7 @@
 #define VU_PROTOCOL_FEATURES (F(VHOST_USER_PROTOCOL_F_MQ) |		\
 			      F(VHOST_USER_PROTOCOL_F_REPLY_ACK) |	\
 			      F(VHOST_USER_PROTOCOL_F_CONFIG) |		\
+			      F(VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD) |	\
 			      F(VHOST_USER_PROTOCOL_F_RESET_DEVICE))
 
 struct vu_ring {
@@ -63,6 +65,7 @@ struct vu_ring {
 	bool enabled;
 	bool started;
 	bool running;
+	struct vq_inflight ifl;		/* its part of the inflight region, if any */
 };
 
 struct vu_backend {
@@ -82,6 +85,11 @@ struct vu_backend {
 	bool features_set;
 	uint64_t protocol_features;
 	struct vu_ring *rings;
+	/* GET/SET_INFLIGHT_FD: one part per ring, stride bytes apart */
+	uint8_t *ifl_map;
+	size_t ifl_len;
+	size_t ifl_stride;
+	unsigned ifl_queues;
 };
 
 /* ---- signalling the front-end (called with vdev->lock held) ---- */
@@ -157,6 +165,7 @@ static int vu_ring_setup(struct vu_backend *vu, unsigned i, struct vhost_user_er
 	struct vu_ring *r = &vu->rings[i];
 	bool packed = vu->features & F(VIRTIO_F_RING_PACKED);
 	uint64_t desc, avail, used, dlen, alen, ulen;
+	const char *why = NULL;
 	int ret;
 
 	if (!vu->features_set)
@@ -182,7 +191,15 @@ static int vu_ring_setup(struct vu_backend *vu, unsigned i, struct vhost_user_er
 		virtio_queue_disable(vdev, i);
 		ret = -2;
 	}
+	if (ret == 0 && vu->ifl_map && i < vu->ifl_queues &&
+	    (why = virtqueue_inflight_attach(&q->vq, &r->ifl, vu->ifl_map + i * vu->ifl_stride,
+					     vu->ifl_stride))) {
+		virtio_queue_disable(vdev, i);
+		ret = -3;
+	}
 	pthread_mutex_unlock(&vdev->lock);
+	if (ret == -3)
+		return vhost_user_fail(e, "ring %u: %s", i, why);
 	if (ret == -2)
 		return vhost_user_fail(e, "ring %u: base %#x beyond a %u-entry ring", i,
 				       r->base, r->num);
@@ -263,12 +280,23 @@ static void vu_ring_clear(struct vu_backend *vu, unsigned i)
 }
 
 /* RESET_DEVICE, and the first step of a disconnect. */
+static void vu_inflight_unmap(struct vu_backend *vu)
+{
+	if (vu->ifl_map)
+		munmap(vu->ifl_map, vu->ifl_len);
+	vu->ifl_map = NULL;
+	vu->ifl_len = vu->ifl_stride = 0;
+	vu->ifl_queues = 0;
+}
+
 static void vu_reset_device(struct vu_backend *vu)
 {
 	struct virtio_device *vdev = vu->vdev;
 
 	for (unsigned i = 0; i < vdev->nr_queues; i++)
 		vu_ring_clear(vu, i);
+	/* No ring points into the region any more. */
+	vu_inflight_unmap(vu);
 	pthread_mutex_lock(&vdev->lock);
 	virtio_set_status(vdev, 0);
 	/* Every ring was stopped: nothing of the device's is in flight. */
@@ -547,6 +575,106 @@ static int vu_config(struct vu_backend *vu, const struct vhost_user_msg *m,
 	return vu_reply(vu, m, &c, VHOST_USER_CONFIG_HDR_SIZE + c.size, e);
 }
 
+/* The ring parts of an inflight region: each big enough for queue_size. */
+static int vu_inflight_check(const struct vhost_user_inflight *in, uint64_t size,
+			     const char *what, struct vhost_user_err *e)
+{
+	if (!in->num_queues || !in->queue_size || in->queue_size > VIRTQUEUE_MAX_SIZE)
+		return vhost_user_fail(e, "%s: %u queues of %u entries", what, in->num_queues,
+				       in->queue_size);
+	if (size / in->num_queues < virtqueue_inflight_size(in->queue_size))
+		return vhost_user_fail(e, "%s: %llu bytes are too few for %u rings of %u",
+				       what, (unsigned long long)size, in->num_queues,
+				       in->queue_size);
+	return 0;
+}
+
+/* Takes region (len bytes, rings stride apart) for the rings to start. */
+static void vu_inflight_take(struct vu_backend *vu, void *region, size_t len, size_t stride,
+			     unsigned queues)
+{
+	vu_inflight_unmap(vu);
+	vu->ifl_map = region;
+	vu->ifl_len = len;
+	vu->ifl_stride = stride;
+	vu->ifl_queues = queues;
+}
+
+/*
+ * GET_INFLIGHT_FD: a zeroed region, sealed so that no one can shrink it
+ * under a ring that writes it, in a memfd the front-end keeps for the
+ * next back-end after a crash of this one.
+ */
+static int vu_get_inflight(struct vu_backend *vu, const struct vhost_user_msg *m,
+			   struct vhost_user_err *e)
+{
+	struct vhost_user_inflight in = m->payload.inflight;
+	struct vhost_user_msg r;
+	size_t stride, len;
+	void *p;
+	int fd, ret;
+
+	if (vu_any_started(vu))
+		return vhost_user_fail(e, "GET_INFLIGHT_FD while rings run");
+	if (vu_inflight_check(&in, UINT64_MAX, "GET_INFLIGHT_FD", e) < 0)
+		return -1;
+	/* Each ring's part on a cache line of its own, as other back-ends lay them. */
+	stride = (virtqueue_inflight_size(in.queue_size) + 63) & ~(size_t)63;
+	len = stride * in.num_queues;
+	fd = memfd_create("brisk-inflight", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, (off_t)len) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
+	    (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		ret = vhost_user_fail(e, "GET_INFLIGHT_FD: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	vu_inflight_take(vu, p, len, stride, in.num_queues);
+	in.mmap_size = len;
+	in.mmap_offset = 0;
+	vhost_user_msg_init(&r, m->hdr.request, VHOST_USER_FLAG_REPLY, sizeof(in));
+	r.payload.inflight = in;
+	ret = vhost_user_send(vu->conn_fd, &r, &fd, 1, VU_TIMEOUT_MS, e);
+	close(fd);
+	return ret;
+}
+
+/*
+ * SET_INFLIGHT_FD: the region a front-end kept, perhaps from a back-end
+ * that crashed.  It must not shrink under our writes: sealed so, or
+ * sealed now.  What it holds is checked as each ring starts.
+ */
+static int vu_set_inflight(struct vu_backend *vu, struct vhost_user_msg *m,
+			   struct vhost_user_err *e)
+{
+	const struct vhost_user_inflight *in = &m->payload.inflight;
+	int fd = m->fds[0], seals = fcntl(fd, F_GET_SEALS);
+	struct stat st;
+	void *p;
+
+	if (vu_any_started(vu))
+		return vhost_user_fail(e, "SET_INFLIGHT_FD while rings run");
+	if (vu_inflight_check(in, in->mmap_size, "SET_INFLIGHT_FD", e) < 0)
+		return -1;
+	if (seals < 0 || (!(seals & F_SEAL_SHRINK) &&
+			  ((seals & F_SEAL_SEAL) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)))
+		return vhost_user_fail(e, "SET_INFLIGHT_FD: the region could shrink "
+				       "(not a memfd sealed against it)");
+	if (fstat(fd, &st) < 0 || in->mmap_offset % (uint64_t)sysconf(_SC_PAGESIZE) ||
+	    in->mmap_size > (uint64_t)st.st_size || in->mmap_size > SIZE_MAX ||
+	    in->mmap_offset > (uint64_t)st.st_size - in->mmap_size)
+		return vhost_user_fail(e, "SET_INFLIGHT_FD: %llu bytes at %llu do not lie in "
+				       "its file", (unsigned long long)in->mmap_size,
+				       (unsigned long long)in->mmap_offset);
+	p = mmap(NULL, in->mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 (off_t)in->mmap_offset);
+	if (p == MAP_FAILED)
+		return vhost_user_fail(e, "SET_INFLIGHT_FD: %s", strerror(errno));
+	vu_inflight_take(vu, p, in->mmap_size, in->mmap_size / in->num_queues, in->num_queues);
+	return 0;
+}
+
 static int vu_dispatch(struct vu_backend *vu, struct vhost_user_msg *m,
 		       struct vhost_user_err *e)
 {
@@ -594,6 +722,10 @@ static int vu_dispatch(struct vu_backend *vu, struct vhost_user_msg *m,
 	case VHOST_USER_GET_CONFIG:
 	case VHOST_USER_SET_CONFIG:
 		return vu_config(vu, m, e);
+	case VHOST_USER_GET_INFLIGHT_FD:
+		return vu_get_inflight(vu, m, e);
+	case VHOST_USER_SET_INFLIGHT_FD:
+		return vu_set_inflight(vu, m, e);
 	default:
 		return vhost_user_fail(e, "%s is not supported",
 				       vhost_user_request_name(m->hdr.request));
@@ -913,6 +1045,7 @@ void vu_backend_free(struct vu_backend *vu)
 	}
 	if (vu->fault_fd >= 0)
 		close(vu->fault_fd);
+	vu_inflight_unmap(vu);
 	free(vu->rings);
 	free(vu->path);
 	free(vu);

@@ -75,6 +75,7 @@ struct virtqueue {
 	void *desc;
 	void *driver;
 	void *device;
+	struct vq_inflight *ifl;	/* split: a vhost-user inflight region, or NULL */
 	bool notification;	/* driver kicks wanted (set_notification) */
 	uint16_t pending_flags;	/* packed: first staged descriptor's flags */
 	const char *error;	/* why the ring broke, for the device's report */
@@ -161,6 +162,56 @@ void virtqueue_fill(struct virtqueue *vq, const struct vq_elem *elem,
 void virtqueue_flush(struct virtqueue *vq, unsigned int count);
 /* fill + flush of one element. */
 void virtqueue_push(struct virtqueue *vq, const struct vq_elem *elem, uint32_t len);
+
+/*
+ * vhost-user's inflight I/O tracking (VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD;
+ * QEMU's docs/interop/vhost-user.rst, "Inflight I/O tracking"): a region
+ * the front-end keeps records which heads a back-end has taken and not
+ * yet used, so that a back-end restarted after a crash serves each of
+ * them exactly once more and no request twice.  Split rings only.  The
+ * layout is the protocol's, in host byte order.
+ */
+struct vq_inflight_desc {
+	uint8_t inflight;	/* the head is taken and not yet used */
+	uint8_t padding[5];
+	uint16_t next;		/* the last batch of used heads, as a list */
+	uint64_t counter;	/* the order heads were taken in */
+};
+
+struct vq_inflight_region {
+	uint64_t features;
+	uint16_t version;	/* 1; 0: a region no back-end has used */
+	uint16_t desc_num;	/* the ring's size */
+	uint16_t last_batch_head;
+	uint16_t used_idx;	/* the used index once the last batch settled */
+	struct vq_inflight_desc desc[];
+};
+
+/* The back-end's own state for one tracked ring. */
+struct vq_inflight {
+	struct vq_inflight_region *region;	/* shared: written, never trusted */
+	uint64_t counter;
+	uint16_t nresubmit, resubmitted;
+	uint16_t resubmit[VIRTQUEUE_MAX_SIZE];	/* heads to pop first, in order */
+	uint16_t batch[VIRTQUEUE_MAX_SIZE];	/* heads filled since the last flush */
+};
+
+/* Bytes one ring of num entries needs of a region. */
+size_t virtqueue_inflight_size(unsigned int num);
+/*
+ * After virtqueue_enable() and virtqueue_set_base(): tracks the ring's
+ * requests in region (size bytes, which may hold anything).  A zeroed
+ * region starts afresh.  One a previous back-end used is taken up: its
+ * last batch is settled against the used ring, the heads it had taken
+ * and not used are popped again first, in the order it took them, and
+ * the available ring continues after everything it took.  NULL, or why
+ * the region does not fit the ring (nothing changed).  A packed ring is
+ * not tracked: NULL, and nothing changed.
+ */
+const char *virtqueue_inflight_attach(struct virtqueue *vq, struct vq_inflight *ifl,
+				      void *region, size_t size);
+/* True while heads taken up from a region wait to be popped again. */
+bool virtqueue_inflight_pending(const struct virtqueue *vq);
 
 /* Whether the driver wants an interrupt for what was flushed (EVENT_IDX aware). */
 bool virtqueue_should_notify(struct virtqueue *vq);
