@@ -18,6 +18,16 @@ static size_t page_size(void)
 	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* A fresh ring: all free, 0 first off the stack, both wrap counters 1. */
+static void drv_fresh(struct vq_driver *d)
+{
+	d->avail_wrap = d->used_wrap = true;
+	for (unsigned int i = 0; i < d->num; i++)
+		d->free[i] = (uint16_t)(d->num - 1 - i);
+	d->nfree = d->num;
+	d->free_descs = d->num;
+}
+
 static void drv_setup(struct vq_driver *d, bool packed, unsigned int num,
 		      uint64_t ram_size, uint64_t gpa, bool shared)
 {
@@ -55,11 +65,7 @@ static void drv_setup(struct vq_driver *d, bool packed, unsigned int num,
 	d->data = d->indirect + (uint64_t)num * DRV_MAX_INDIRECT * 16;
 	if (d->data >= gpa + d->ram_size)
 		abort();
-	d->avail_wrap = d->used_wrap = true;
-	for (unsigned int i = 0; i < num; i++)
-		d->free[i] = (uint16_t)(num - 1 - i);
-	d->nfree = num;
-	d->free_descs = num;
+	drv_fresh(d);
 }
 
 void drv_init(struct vq_driver *d, bool packed, unsigned int num, uint64_t ram_size)
@@ -73,8 +79,33 @@ void drv_init_shared(struct vq_driver *d, bool packed, unsigned int num,
 	drv_setup(d, packed, num, ram_size, gpa, true);
 }
 
+void drv_init_at(struct vq_driver *d, bool packed, unsigned int num, void *ram,
+		 uint64_t ram_gpa, uint64_t ram_size, uint64_t ring_gpa)
+{
+	uint64_t end;
+
+	memset(d, 0, sizeof(*d));
+	d->packed = packed;
+	d->num = num;
+	d->ram = ram;
+	d->gpa = ram_gpa;
+	d->ram_size = ram_size;
+	d->memfd = -1;
+	d->desc = ring_gpa;
+	d->driver = d->desc + 16ull * num;
+	d->device = (d->driver + 6 + 2ull * num + 4095) & ~4095ull;
+	end = d->device + (packed ? 4 : 6 + 8ull * num);
+	if (num > VIRTQUEUE_MAX_SIZE || ring_gpa < ram_gpa || end > ram_gpa + ram_size)
+		abort();
+	/* A driver starts from zeroed rings: nothing available, nothing used. */
+	memset(drv_ptr(d, d->desc), 0, end - d->desc);
+	drv_fresh(d);
+}
+
 void drv_destroy(struct vq_driver *d)
 {
+	if (!d->map)
+		return;
 	munmap(d->map, d->ram_size + 2 * page_size());
 	if (d->memfd >= 0)
 		close(d->memfd);
@@ -113,19 +144,19 @@ static void put_desc(struct vring_desc *t, const struct drv_seg *s, uint16_t fla
 	t->next = next;
 }
 
-static int split_add(struct vq_driver *d, const struct drv_seg *segs, unsigned int n, bool indirect)
+static int split_add(struct vq_driver *d, const struct drv_seg *segs, unsigned int n,
+		     bool indirect, uint64_t tgpa)
 {
 	struct vring_desc *desc = drv_ptr(d, d->desc);
 	struct vring_avail *avail = drv_ptr(d, d->driver);
 	unsigned int need = indirect ? 1 : n;
 	uint16_t head;
 
-	if (need == 0 || need > d->nfree || (indirect && n > DRV_MAX_INDIRECT))
+	if (need == 0 || need > d->nfree)
 		return -1;
 	/* Descriptors come off the top of the free stack, in chain order. */
 	head = d->free[d->nfree - 1];
 	if (indirect) {
-		uint64_t tgpa = d->indirect + (uint64_t)head * DRV_MAX_INDIRECT * 16;
 		struct vring_desc *t = drv_ptr(d, tgpa);
 
 		for (unsigned int i = 0; i < n; i++)
@@ -152,7 +183,8 @@ static uint16_t packed_avail_bits(bool wrap)
 	return wrap ? (1u << VRING_PACKED_DESC_F_AVAIL) : (1u << VRING_PACKED_DESC_F_USED);
 }
 
-static int packed_add(struct vq_driver *d, const struct drv_seg *segs, unsigned int n, bool indirect)
+static int packed_add(struct vq_driver *d, const struct drv_seg *segs, unsigned int n,
+		      bool indirect, uint64_t tgpa)
 {
 	struct vring_packed_desc *ring = drv_ptr(d, d->desc);
 	unsigned int need = indirect ? 1 : n;
@@ -160,12 +192,10 @@ static int packed_add(struct vq_driver *d, const struct drv_seg *segs, unsigned 
 	uint16_t slot = d->next_avail;
 	bool wrap = d->avail_wrap;
 
-	if (need == 0 || need > d->free_descs || d->nfree == 0 ||
-	    (indirect && n > DRV_MAX_INDIRECT))
+	if (need == 0 || need > d->free_descs || d->nfree == 0)
 		return -1;
 	id = d->free[--d->nfree];
 	if (indirect) {
-		uint64_t tgpa = d->indirect + (uint64_t)id * DRV_MAX_INDIRECT * 16;
 		struct vring_packed_desc *t = drv_ptr(d, tgpa);
 
 		for (unsigned int i = 0; i < n; i++)
@@ -208,9 +238,30 @@ static int packed_add(struct vq_driver *d, const struct drv_seg *segs, unsigned 
 	return id;
 }
 
+static int add(struct vq_driver *d, const struct drv_seg *segs, unsigned int n, bool indirect,
+	       uint64_t table)
+{
+	return d->packed ? packed_add(d, segs, n, indirect, table) :
+			   split_add(d, segs, n, indirect, table);
+}
+
 int drv_add(struct vq_driver *d, const struct drv_seg *segs, unsigned int n, bool indirect)
 {
-	return d->packed ? packed_add(d, segs, n, indirect) : split_add(d, segs, n, indirect);
+	uint64_t table = 0;
+
+	if (indirect) {
+		if (!d->indirect || n > DRV_MAX_INDIRECT || d->nfree == 0)
+			return -1;
+		/* The table of the head (split) or id (packed) about to be taken. */
+		table = d->indirect + (uint64_t)d->free[d->nfree - 1] * DRV_MAX_INDIRECT * 16;
+	}
+	return add(d, segs, n, indirect, table);
+}
+
+int drv_add_table(struct vq_driver *d, const struct drv_seg *segs, unsigned int n,
+		  uint64_t table)
+{
+	return add(d, segs, n, true, table);
 }
 
 static int split_reap(struct vq_driver *d, uint16_t *id, uint32_t *len)
