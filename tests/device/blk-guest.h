@@ -8,7 +8,8 @@
  * RAM in a memfd between canaries and a fake interrupt controller whose
  * MSI routes are eventfds, its devices made from command-line strings; a
  * driver that finds them through 0xcf8/0xcfc config cycles and BAR MMIO,
- * as a vCPU would, sets up split or packed rings and submits requests.
+ * as a vCPU would, sets up split or packed rings (vq-driver's, in that
+ * RAM) and submits requests.
  * Every wait is bounded.  Static inline, so that its CHECKs count in the
  * test including it (after check.h).
  */
@@ -38,6 +39,7 @@
 #include "virtio/virtio_ring.h"
 
 #include "loop.h"
+#include "vq-driver.h"
 
 #define RAM_SIZE (16u << 20)
 #define CANARY_LEN 4096
@@ -648,22 +650,13 @@ static inline uint64_t dev_features(struct vdev *d)
 
 /* ---- guest rings ---- */
 
+/* A queue of a vdev: the ring itself is vq-driver's, in the board's RAM. */
 struct gq {
 	struct vdev *d;
-	unsigned idx, num;
-	bool packed, event_idx;
-	uint64_t desc, avail, used;	/* gpa */
+	unsigned idx;
+	bool event_idx;
 	uint64_t notify_addr;
-	/* split */
-	uint16_t avail_idx, last_used, free_head;
-	uint16_t next[1024];
-	/* packed */
-	uint16_t next_avail, last_used_slot;
-	bool avail_wrap, used_wrap;
-	uint16_t chain_len[1024];	/* by id / head */
-	unsigned nfree;			/* free descriptor slots */
-	unsigned nids;
-	uint16_t ids[1024];		/* free buffer ids (packed) */
+	struct vq_driver ring;
 };
 
 static inline void *gpa(struct tmachine *t, uint64_t a)
@@ -677,34 +670,22 @@ static inline void *gpa(struct tmachine *t, uint64_t a)
 static inline void gq_init(struct vdev *d, struct gq *q, unsigned idx, unsigned num,
 		    bool packed, bool event_idx)
 {
-	memset(q, 0, sizeof(*q));
-	q->d = d;
-	q->idx = idx;
-	q->num = num;
-	q->packed = packed;
-	q->event_idx = event_idx;
-	q->desc = QUEUE_AREA(d->nth, idx);
-	q->avail = q->desc + 16 * num;
-	q->used = (q->avail + 6 + 2 * num + 4095) & ~4095ull;
-	memset(gpa(d->t, q->desc), 0, 0x40000);
-	for (unsigned i = 0; i < num; i++) {
-		q->next[i] = (uint16_t)(i + 1);
-		q->ids[i] = (uint16_t)(num - 1 - i);
-	}
-	q->nfree = q->nids = num;
-	q->avail_wrap = q->used_wrap = true;
-
+	struct vq_driver *r = &q->ring;
 	uint64_t c = d->common;
 
+	q->d = d;
+	q->idx = idx;
+	q->event_idx = event_idx;
+	drv_init_at(r, packed, num, d->t->ram, 0, RAM_SIZE, QUEUE_AREA(d->nth, idx));
 	mmio_write(d->t, c + 0x16, idx, 2);
 	mmio_write(d->t, c + 0x18, num, 2);
 	mmio_write(d->t, c + 0x1a, idx + 1, 2);
-	mmio_write(d->t, c + 0x20, (uint32_t)q->desc, 4);
-	mmio_write(d->t, c + 0x24, q->desc >> 32, 4);
-	mmio_write(d->t, c + 0x28, (uint32_t)q->avail, 4);
-	mmio_write(d->t, c + 0x2c, q->avail >> 32, 4);
-	mmio_write(d->t, c + 0x30, (uint32_t)q->used, 4);
-	mmio_write(d->t, c + 0x34, q->used >> 32, 4);
+	mmio_write(d->t, c + 0x20, (uint32_t)r->desc, 4);
+	mmio_write(d->t, c + 0x24, r->desc >> 32, 4);
+	mmio_write(d->t, c + 0x28, (uint32_t)r->driver, 4);
+	mmio_write(d->t, c + 0x2c, r->driver >> 32, 4);
+	mmio_write(d->t, c + 0x30, (uint32_t)r->device, 4);
+	mmio_write(d->t, c + 0x34, r->device >> 32, 4);
 	q->notify_addr = d->notify + mmio_read(d->t, c + 0x1e, 2) * d->notify_mult;
 	mmio_write(d->t, c + 0x1c, 1, 2);
 }
@@ -734,141 +715,28 @@ static inline uint64_t vdev_init(struct vdev *d, struct gq *qs, unsigned nq, uns
 	return f;
 }
 
-struct seg { uint64_t addr; uint32_t len; bool write; uint16_t flags; };
-
 static inline void gq_kick(struct gq *q)
 {
 	mmio_write(q->d->t, q->notify_addr, q->idx, 2);
 }
 
-/* Places a chain; returns the head/id, or -1 when the ring is full. */
-static inline int gq_add(struct gq *q, const struct seg *s, unsigned n, bool indirect,
+/*
+ * Places a chain; returns the head/id, or -1 when the ring is full.  An
+ * indirect one has its table at ind_table.
+ */
+static inline int gq_add(struct gq *q, const struct drv_seg *s, unsigned n, bool indirect,
 		  uint64_t ind_table)
 {
-	struct tmachine *t = q->d->t;
-	struct seg one;
-
-	if (indirect && q->packed) {
-		/* Packed tables are plain arrays of packed descriptors. */
-		struct vring_packed_desc *tbl = gpa(t, ind_table);
-
-		for (unsigned i = 0; i < n; i++)
-			tbl[i] = (struct vring_packed_desc){
-				.addr = s[i].addr, .len = s[i].len,
-				.flags = (uint16_t)((s[i].write ? VRING_DESC_F_WRITE : 0) | s[i].flags),
-			};
-	} else if (indirect) {
-		struct vring_desc *tbl = gpa(t, ind_table);
-
-		for (unsigned i = 0; i < n; i++) {
-			tbl[i] = (struct vring_desc){
-				.addr = s[i].addr, .len = s[i].len,
-				.flags = (uint16_t)((s[i].write ? VRING_DESC_F_WRITE : 0) |
-					 (i + 1 < n ? VRING_DESC_F_NEXT : 0) | s[i].flags),
-				.next = (uint16_t)(i + 1),
-			};
-		}
-	}
-	if (indirect) {
-		one = (struct seg){ ind_table, 16 * n, false, VRING_DESC_F_INDIRECT };
-		s = &one;
-		n = 1;
-	}
-	if (!q->packed) {
-		struct vring_desc *desc = gpa(t, q->desc);
-		struct vring_avail *av = gpa(t, q->avail);
-
-		if (q->nfree < n)
-			return -1;
-		uint16_t head = q->free_head, i = head, last = head;
-
-		for (unsigned k = 0; k < n; k++) {
-			desc[i] = (struct vring_desc){
-				.addr = s[k].addr, .len = s[k].len,
-				.flags = (uint16_t)((s[k].write ? VRING_DESC_F_WRITE : 0) |
-					 (k + 1 < n ? VRING_DESC_F_NEXT : 0) | s[k].flags),
-				.next = q->next[i],
-			};
-			last = i;
-			i = q->next[i];
-		}
-		q->free_head = q->next[last];
-		q->nfree -= n;
-		q->chain_len[head] = (uint16_t)n;
-		av->ring[q->avail_idx % q->num] = head;
-		__atomic_store_n(&av->idx, ++q->avail_idx, __ATOMIC_RELEASE);
-		return head;
-	}
-	if (q->nfree < n || !q->nids)
-		return -1;
-	struct vring_packed_desc *desc = gpa(t, q->desc);
-	uint16_t id = q->ids[--q->nids];
-	uint16_t head_flags = 0, head = q->next_avail;
-
-	q->nfree -= n;
-	for (unsigned k = 0; k < n; k++) {
-		uint16_t fl = (uint16_t)((s[k].write ? VRING_DESC_F_WRITE : 0) |
-			      (k + 1 < n ? VRING_DESC_F_NEXT : 0) | s[k].flags);
-
-		fl |= q->avail_wrap ? (1u << VRING_PACKED_DESC_F_AVAIL) : (1u << VRING_PACKED_DESC_F_USED);
-		desc[q->next_avail].addr = s[k].addr;
-		desc[q->next_avail].len = s[k].len;
-		desc[q->next_avail].id = id;
-		if (k == 0)
-			head_flags = fl;
-		else
-			desc[q->next_avail].flags = fl;
-		if (++q->next_avail == q->num) {
-			q->next_avail = 0;
-			q->avail_wrap = !q->avail_wrap;
-		}
-	}
-	q->chain_len[id] = (uint16_t)n;
-	__atomic_store_n(&desc[head].flags, head_flags, __ATOMIC_RELEASE);
-	return id;
+	return indirect ? drv_add_table(&q->ring, s, n, ind_table) : drv_add(&q->ring, s, n, false);
 }
 
 /* One used entry if there is one: returns its id, -1 when none. */
 static inline int gq_get_used(struct gq *q, uint32_t *len)
 {
-	struct tmachine *t = q->d->t;
+	uint16_t id;
 
-	if (!q->packed) {
-		struct vring_used *u = gpa(t, q->used);
-
-		if (__atomic_load_n(&u->idx, __ATOMIC_ACQUIRE) == q->last_used)
-			return -1;
-		struct vring_used_elem e = u->ring[q->last_used % q->num];
-		uint16_t head = (uint16_t)e.id, i = head;
-
-		q->last_used++;
-		*len = e.len;
-		for (unsigned k = 1; k < q->chain_len[head]; k++)
-			i = q->next[i];
-		q->next[i] = q->free_head;
-		q->free_head = head;
-		q->nfree += q->chain_len[head];
-		return head;
-	}
-	struct vring_packed_desc *desc = gpa(t, q->desc);
-	uint16_t fl = __atomic_load_n(&desc[q->last_used_slot].flags, __ATOMIC_ACQUIRE);
-	bool avail = fl & (1u << VRING_PACKED_DESC_F_AVAIL), used = fl & (1u << VRING_PACKED_DESC_F_USED);
-
-	if (avail != used || used != q->used_wrap)
-		return -1;
-	uint16_t id = desc[q->last_used_slot].id;
-
-	*len = desc[q->last_used_slot].len;
-	q->last_used_slot = (uint16_t)(q->last_used_slot + q->chain_len[id]);
-	if (q->last_used_slot >= q->num) {
-		q->last_used_slot = (uint16_t)(q->last_used_slot - q->num);
-		q->used_wrap = !q->used_wrap;
-	}
-	q->nfree += q->chain_len[id];
-	q->ids[q->nids++] = id;
-	return id;
+	return drv_reap(&q->ring, &id, len) ? id : -1;
 }
-
 
 /* Waits (bounded) for one used entry. */
 static inline int gq_wait_used(struct gq *q, uint32_t *len)
@@ -907,7 +775,7 @@ static inline int breq_add(struct gq *q, const struct breq *r)
 	struct tmachine *t = q->d->t;
 	uint64_t h = hdr_gpa(r->slot);
 	uint8_t *hp = gpa(t, h);
-	struct seg s[20];
+	struct drv_seg s[20];
 	unsigned n = 0;
 	bool w = r->type == T_IN || r->type == T_GET_ID;
 
@@ -919,19 +787,20 @@ static inline int breq_add(struct gq *q, const struct breq *r)
 		memcpy(hp + 16, &r->sector, 8);
 		memcpy(hp + 24, &r->nsec, 4);
 		memcpy(hp + 28, &r->flags, 4);
-		s[n++] = (struct seg){ h, 32, false, 0 };
+		s[n++] = (struct drv_seg){ h, 32, false, 0 };
 	} else {
-		s[n++] = (struct seg){ h, 16, false, 0 };
+		s[n++] = (struct drv_seg){ h, 16, false, 0 };
 	}
 	if (r->len) {
 		unsigned parts = r->nsplit ? r->nsplit : 1;
 		uint32_t each = r->len / parts;
 
 		for (unsigned i = 0; i < parts; i++)
-			s[n++] = (struct seg){ (r->data ? r->data : data_gpa(r->slot)) + i * each,
-					       i + 1 < parts ? each : r->len - i * each, w, 0 };
+			s[n++] = (struct drv_seg){ (r->data ? r->data : data_gpa(r->slot)) +
+						   i * each,
+						   i + 1 < parts ? each : r->len - i * each, w, 0 };
 	}
-	s[n++] = (struct seg){ h + 48, 1, true, 0 };
+	s[n++] = (struct drv_seg){ h + 48, 1, true, 0 };
 	return gq_add(q, s, n, r->indirect, IND_AREA + 0x400 * r->slot);
 }
 

@@ -314,8 +314,8 @@ static void test_event_idx(void)
 
 	CHECK(vdev_find(t, 0, &d));
 	CHECK(vdev_init(&d, &q, 1, 16, ALL_FEATURES) >> VIRTIO_F_RING_EVENT_IDX & 1);
-	struct vring_avail *av = gpa(t, q.avail);
-	uint16_t *used_event = &av->ring[q.num];
+	struct vring_avail *av = gpa(t, q.ring.driver);
+	uint16_t *used_event = &av->ring[q.ring.num];
 
 	/* The first used buffer after start may always interrupt: get it out of the way. */
 	*used_event = 0;
@@ -323,7 +323,7 @@ static void test_event_idx(void)
 	irq_take(&d, 1, 50);
 
 	/* the driver asks for no interrupt until used idx passes last + 1000 */
-	*used_event = (uint16_t)(q.last_used + 1000);
+	*used_event = (uint16_t)(q.ring.last_used_idx + 1000);
 	for (unsigned i = 0; i < 4; i++)
 		breq_add(&q, &(struct breq){ T_IN, i, 512, 1, false, i, 0, 0 });
 	gq_kick(&q);
@@ -332,7 +332,7 @@ static void test_event_idx(void)
 
 	/* now one at the very next used entry */
 	breq_add(&q, &(struct breq){ T_IN, 9, 512, 1, false, 0, 0, 0 });
-	*used_event = q.last_used;
+	*used_event = q.ring.last_used_idx;
 	gq_kick(&q);
 	CHECK(irq_take(&d, 1, WAIT_MS) == 1);
 	CHECK(gq_get_used(&q, &len) >= 0);
@@ -342,25 +342,26 @@ static void test_event_idx(void)
 /* Whether a split-ring driver must kick after moving avail idx from old. */
 static bool gq_kick_needed(struct gq *q, uint16_t old)
 {
-	struct vring_used *u = gpa(q->d->t, q->used);
+	struct vring_used *u = gpa(q->d->t, q->ring.device);
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!q->event_idx)
 		return !(__atomic_load_n(&u->flags, __ATOMIC_ACQUIRE) & VRING_USED_F_NO_NOTIFY);
-	uint16_t ev = __atomic_load_n((uint16_t *)&u->ring[q->num], __ATOMIC_ACQUIRE);
+	uint16_t ev = __atomic_load_n((uint16_t *)&u->ring[q->ring.num], __ATOMIC_ACQUIRE);
 
-	return (uint16_t)(q->avail_idx - ev - 1) < (uint16_t)(q->avail_idx - old);
+	return (uint16_t)(q->ring.avail_idx - ev - 1) < (uint16_t)(q->ring.avail_idx - old);
 }
 
 /* Whether the ring asks for a kick for the next buffer the driver adds. */
 static bool gq_wants_kick(struct gq *q)
 {
-	struct vring_used *u = gpa(q->d->t, q->used);
+	struct vring_used *u = gpa(q->d->t, q->ring.device);
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!q->event_idx)
 		return !(__atomic_load_n(&u->flags, __ATOMIC_ACQUIRE) & VRING_USED_F_NO_NOTIFY);
-	return __atomic_load_n((uint16_t *)&u->ring[q->num], __ATOMIC_ACQUIRE) == q->avail_idx;
+	return __atomic_load_n((uint16_t *)&u->ring[q->ring.num], __ATOMIC_ACQUIRE) ==
+	       q->ring.avail_idx;
 }
 
 /* Whether the ring comes to ask for a kick (the device idles with kicks on). */
@@ -401,12 +402,13 @@ static void test_polling(unsigned poll_us, bool event_idx)
 	CHECK(vdev_find(t, 0, &d));
 	CHECK((vdev_init(&d, &q, 1, 64, want) >> VIRTIO_F_RING_EVENT_IDX & 1) == event_idx);
 	for (i = 0; i < n && unkicked < 8; i++) {
-		uint16_t old = q.avail_idx;
+		uint16_t old = q.ring.avail_idx;
 
 		breq_add(&q, &(struct breq){ T_IN, i, 512, 1, false, 0, 0, 0 });
 		/* An interrupt for the next used entry, as Linux re-arms it. */
 		if (event_idx)
-			((struct vring_avail *)gpa(t, q.avail))->ring[q.num] = q.last_used;
+			((struct vring_avail *)gpa(t, q.ring.driver))->ring[q.ring.num] =
+				q.ring.last_used_idx;
 		if (gq_kick_needed(&q, old))
 			gq_kick(&q);
 		else
@@ -424,7 +426,7 @@ static void test_polling(unsigned poll_us, bool event_idx)
 	       "%u times asked again\n", poll_us, event_idx, i, unkicked, rearmed);
 
 	/* Idle: the spin ends by itself and kicks are asked for again. */
-	uint16_t old = q.avail_idx;
+	uint16_t old = q.ring.avail_idx;
 
 	CHECK(wait_wants_kick(&q));
 	breq_add(&q, &(struct breq){ T_IN, 1, 512, 1, false, 0, 0, 0 });
@@ -960,8 +962,8 @@ enum evil {
 static void evil_chain(struct gq *q, enum evil e)
 {
 	struct tmachine *t = q->d->t;
-	struct vring_desc *desc = gpa(t, q->desc);
-	struct vring_avail *av = gpa(t, q->avail);
+	struct vring_desc *desc = gpa(t, q->ring.desc);
+	struct vring_avail *av = gpa(t, q->ring.driver);
 	struct vring_desc *ind = gpa(t, IND_AREA);
 	uint64_t h = hdr_gpa(0);
 
@@ -997,10 +999,12 @@ static void evil_chain(struct gq *q, enum evil e)
 		break;
 	}
 	if (e == EVIL_AVAIL_JUMP) {
-		__atomic_store_n(&av->idx, (uint16_t)(q->avail_idx + q->num + 1), __ATOMIC_RELEASE);
+		__atomic_store_n(&av->idx, (uint16_t)(q->ring.avail_idx + q->ring.num + 1),
+				 __ATOMIC_RELEASE);
 	} else {
-		av->ring[q->avail_idx % q->num] = e == EVIL_HEAD_RANGE ? (uint16_t)q->num : 0;
-		__atomic_store_n(&av->idx, ++q->avail_idx, __ATOMIC_RELEASE);
+		av->ring[q->ring.avail_idx % q->ring.num] =
+			e == EVIL_HEAD_RANGE ? (uint16_t)q->ring.num : 0;
+		__atomic_store_n(&av->idx, ++q->ring.avail_idx, __ATOMIC_RELEASE);
 	}
 	gq_kick(q);
 }
@@ -1166,7 +1170,7 @@ static void test_block_size_options(void)
 static void test_rw_len_cap(void)
 {
 	struct tmachine *t = machine_new("file=%s,if=none,id=x", "virtio-blk-pci,drive=x", 1);
-	static struct seg c[257 + 2];
+	static struct drv_seg c[257 + 2];
 	char arg[128];
 	uint32_t len = 0;
 	struct vdev d;
@@ -1187,10 +1191,10 @@ static void test_rw_len_cap(void)
 	memcpy(hp, &type, 4);
 	memset(hp + 4, 0, 12);
 	hp[48] = 0xee;
-	c[0] = (struct seg){ h, 16, false, 0 };
+	c[0] = (struct drv_seg){ h, 16, false, 0 };
 	for (unsigned i = 1; i <= 257; i++)
-		c[i] = (struct seg){ 0, RAM_SIZE, true, 0 };
-	c[258] = (struct seg){ h + 48, 1, true, 0 };
+		c[i] = (struct drv_seg){ 0, RAM_SIZE, true, 0 };
+	c[258] = (struct drv_seg){ h + 48, 1, true, 0 };
 	CHECK(gq_add(&q, c, 259, true, IND_AREA) >= 0);
 	gq_kick(&q);
 	CHECK(gq_wait_used(&q, &len) >= 0);
@@ -1232,7 +1236,7 @@ static void test_direct_misaligned(const char *aio)
 	for (unsigned i = 0; i < 4096; i++)
 		hp[16 + i] = (uint8_t)(i * 5 + 3);
 	*status = 0xee;
-	struct seg w[2] = { { buf, 16 + 4096, false, 0 }, { h + 48, 1, true, 0 } };
+	struct drv_seg w[2] = { { buf, 16 + 4096, false, 0 }, { h + 48, 1, true, 0 } };
 
 	CHECK(gq_add(&q, w, 2, false, 0) >= 0);
 	gq_kick(&q);
@@ -1316,15 +1320,15 @@ static void *feed(void *opaque)
 	struct feeder *f = opaque;
 	struct gq *q = f->q;
 	struct tmachine *t = q->d->t;
-	struct vring_avail *av = gpa(t, q->avail);
-	struct vring_used *other = gpa(t, f->other->used);
+	struct vring_avail *av = gpa(t, q->ring.driver);
+	struct vring_used *other = gpa(t, f->other->ring.device);
 	unsigned long popped = 0;
 	/* Real-time and spinning: a device that stops popping must not hang it. */
 	long end = now_ms() + 4 * WAIT_MS;
 
 	while (popped < FLOOD_MAX && now_ms() < end) {
 		uint8_t *b = gpa(t, FLOOD_BUFS + 256 * (popped % FLOOD_NUM));
-		uint16_t old = q->avail_idx;
+		uint16_t old = q->ring.avail_idx;
 
 		if (f->kicked_at && __atomic_load_n(&other->idx, __ATOMIC_ACQUIRE)) {
 			f->done_at = popped;
@@ -1335,7 +1339,7 @@ static void *feed(void *opaque)
 			continue;
 		__atomic_store_n(b, 0, __ATOMIC_RELAXED);
 		popped++;
-		__atomic_store_n(&av->idx, ++q->avail_idx, __ATOMIC_RELEASE);
+		__atomic_store_n(&av->idx, ++q->ring.avail_idx, __ATOMIC_RELEASE);
 		/* A driver kicks when asked to: only an idle device asks. */
 		if (gq_kick_needed(q, old))
 			gq_kick(q);
@@ -1375,11 +1379,11 @@ static void test_serve_budget(void)
 	memset(hp + 4, 0, 12);
 	for (unsigned i = 0; i < FLOOD_NUM; i++) {
 		uint64_t b = FLOOD_BUFS + 256 * i;
-		struct seg c[FLOOD_DESCS] = { { hdr_gpa(0), 16, false, 0 } };
+		struct drv_seg c[FLOOD_DESCS] = { { hdr_gpa(0), 16, false, 0 } };
 
 		for (unsigned k = 1; k + 1 < FLOOD_DESCS; k++)
-			c[k] = (struct seg){ b + k - 1, 1, true, 0 };
-		c[FLOOD_DESCS - 1] = (struct seg){ b + FLOOD_DESCS, 1, true, 0 };
+			c[k] = (struct drv_seg){ b + k - 1, 1, true, 0 };
+		c[FLOOD_DESCS - 1] = (struct drv_seg){ b + FLOOD_DESCS, 1, true, 0 };
 		memset(gpa(t, b), 0, 256);
 		CHECK(gq_add(&q[0], c, FLOOD_DESCS, true, IND_AREA + 4096ull * i) == (int)i);
 	}
@@ -1548,7 +1552,7 @@ static void test_reset_no_dma_after(const char *aio)
 	memcpy(hp, &type, 4);
 	memset(hp + 4, 0, 4);
 	memcpy(hp + 8, &sector, 8);
-	struct seg r[4] = {
+	struct drv_seg r[4] = {
 		{ h, 16, false, 0 }, { STALL_GPA, 4096, true, 0 },
 		{ data_gpa(3), 4096, true, 0 }, { h + 48, 1, true, 0 },
 	};
@@ -1569,7 +1573,7 @@ static void test_reset_no_dma_after(const char *aio)
 	CHECK(intact);
 	/* The old driver's request is not answered: no status, no used entry. */
 	CHECK(hp[48] == CANARY);
-	CHECK(((struct vring_used *)gpa(t, q.used))->idx == 0);
+	CHECK(((struct vring_used *)gpa(t, q.ring.device))->idx == 0);
 	machine_free(t);
 }
 
@@ -1604,16 +1608,16 @@ static void test_inuse_hostile(bool packed)
 	irq_take(&d, 0, 0);
 	/* The first chain offered again, though none came back. */
 	if (packed) {
-		struct vring_packed_desc *ring = gpa(t, q.desc);
+		struct vring_packed_desc *ring = gpa(t, q.ring.desc);
 
 		/* Slot 0 of the second lap: the driver's wrap counter is 0 now. */
 		__atomic_store_n(&ring[0].flags, (uint16_t)(VRING_DESC_F_INDIRECT |
 				 (1u << VRING_PACKED_DESC_F_USED)), __ATOMIC_RELEASE);
 	} else {
-		struct vring_avail *av = gpa(t, q.avail);
+		struct vring_avail *av = gpa(t, q.ring.driver);
 
-		av->ring[q.avail_idx % q.num] = av->ring[0];
-		__atomic_store_n(&av->idx, ++q.avail_idx, __ATOMIC_RELEASE);
+		av->ring[q.ring.avail_idx % q.ring.num] = av->ring[0];
+		__atomic_store_n(&av->idx, ++q.ring.avail_idx, __ATOMIC_RELEASE);
 	}
 	gq_kick(&q);
 	CHECK(irq_take(&d, 0, WAIT_MS) == 1);

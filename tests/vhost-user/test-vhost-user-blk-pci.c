@@ -467,15 +467,15 @@ static bool ring_started(struct fake_be *fb, struct tmachine *t, struct gq *q, u
 
 	for (unsigned i = 0, n = 0; fb_find(fb, VHOST_USER_SET_VRING_NUM, i, 0, &m); i++)
 		if (m.p.state.index == q->idx && n++ == nth)
-			ok &= m.p.state.num == q->num;
+			ok &= m.p.state.num == q->ring.num;
 	for (unsigned i = 0, n = 0; fb_find(fb, VHOST_USER_SET_VRING_BASE, i, 0, &m); i++)
 		if (m.p.state.index == q->idx && n++ == nth)
 			ok &= m.p.state.num == base;
 	for (unsigned i = 0, n = 0; fb_find(fb, VHOST_USER_SET_VRING_ADDR, i, 0, &m); i++)
 		if (m.p.addr.index == q->idx && n++ == nth)
-			ok &= m.p.addr.desc == uva_of(t, q->desc) &&
-			      m.p.addr.avail == uva_of(t, q->avail) &&
-			      m.p.addr.used == uva_of(t, q->used) &&
+			ok &= m.p.addr.desc == uva_of(t, q->ring.desc) &&
+			      m.p.addr.avail == uva_of(t, q->ring.driver) &&
+			      m.p.addr.used == uva_of(t, q->ring.device) &&
 			      (m.flags & VHOST_USER_FLAG_NEED_REPLY);
 	for (unsigned i = 0, n = 0; fb_find(fb, VHOST_USER_SET_VRING_CALL, i, 0, &m); i++)
 		if ((m.p.u64 & 0xff) == q->idx && n++ == nth)
@@ -641,7 +641,7 @@ static void test_one_queue(void)
 		struct gq q1;
 
 		msix_setup(&d, 3);
-		gq_init(&d, &q1, 1, 16, q.packed, q.event_idx);
+		gq_init(&d, &q1, 1, 16, q.ring.packed, q.event_idx);
 		CHECK(fb_find(&fb, VHOST_USER_SET_VRING_KICK, 1, 0, &m) && (m.p.u64 & 0xff) == 1);
 		CHECK(ring_started(&fb, t, &q1, 0, 0));
 		CHECK(fb_find(&fb, VHOST_USER_SET_VRING_ENABLE, 1, 0, &m) && m.p.state.index == 1);
@@ -900,13 +900,13 @@ static void test_reconnect(enum ring_past past)
 	CHECK(fb.conns == 1);
 	if (!packed) {
 		/* Seven requests made and used while the old back-end lived. */
-		memcpy(t->ram + q.avail + 2, &seven, 2);
-		memcpy(t->ram + q.used + 2, &seven, 2);
+		memcpy(t->ram + q.ring.driver + 2, &seven, 2);
+		memcpy(t->ram + q.ring.device + 2, &seven, 2);
 	} else if (past == PACKED_USED) {
 		/* Slot 0 used in the first lap: AVAIL and USED both set. */
 		uint16_t used = htole16(1u << 7 | 1u << 15);
 
-		memcpy(t->ram + q.desc + 14, &used, 2);
+		memcpy(t->ram + q.ring.desc + 14, &used, 2);
 	}
 	const bool resumes = past != PACKED_USED;
 
