@@ -787,9 +787,9 @@ static inline int breq_add(struct gq *q, const struct breq *r)
 		memcpy(hp + 16, &r->sector, 8);
 		memcpy(hp + 24, &r->nsec, 4);
 		memcpy(hp + 28, &r->flags, 4);
-		s[n++] = (struct drv_seg){ h, 32, false, 0 };
+		s[n++] = (struct drv_seg){ h, 32, false };
 	} else {
-		s[n++] = (struct drv_seg){ h, 16, false, 0 };
+		s[n++] = (struct drv_seg){ h, 16, false };
 	}
 	if (r->len) {
 		unsigned parts = r->nsplit ? r->nsplit : 1;
@@ -798,9 +798,9 @@ static inline int breq_add(struct gq *q, const struct breq *r)
 		for (unsigned i = 0; i < parts; i++)
 			s[n++] = (struct drv_seg){ (r->data ? r->data : data_gpa(r->slot)) +
 						   i * each,
-						   i + 1 < parts ? each : r->len - i * each, w, 0 };
+						   i + 1 < parts ? each : r->len - i * each, w };
 	}
-	s[n++] = (struct drv_seg){ h + 48, 1, true, 0 };
+	s[n++] = (struct drv_seg){ h + 48, 1, true };
 	return gq_add(q, s, n, r->indirect, IND_AREA + 0x400 * r->slot);
 }
 

@@ -1191,10 +1191,10 @@ static void test_rw_len_cap(void)
 	memcpy(hp, &type, 4);
 	memset(hp + 4, 0, 12);
 	hp[48] = 0xee;
-	c[0] = (struct drv_seg){ h, 16, false, 0 };
+	c[0] = (struct drv_seg){ h, 16, false };
 	for (unsigned i = 1; i <= 257; i++)
-		c[i] = (struct drv_seg){ 0, RAM_SIZE, true, 0 };
-	c[258] = (struct drv_seg){ h + 48, 1, true, 0 };
+		c[i] = (struct drv_seg){ 0, RAM_SIZE, true };
+	c[258] = (struct drv_seg){ h + 48, 1, true };
 	CHECK(gq_add(&q, c, 259, true, IND_AREA) >= 0);
 	gq_kick(&q);
 	CHECK(gq_wait_used(&q, &len) >= 0);
@@ -1236,7 +1236,7 @@ static void test_direct_misaligned(const char *aio)
 	for (unsigned i = 0; i < 4096; i++)
 		hp[16 + i] = (uint8_t)(i * 5 + 3);
 	*status = 0xee;
-	struct drv_seg w[2] = { { buf, 16 + 4096, false, 0 }, { h + 48, 1, true, 0 } };
+	struct drv_seg w[2] = { { buf, 16 + 4096, false }, { h + 48, 1, true } };
 
 	CHECK(gq_add(&q, w, 2, false, 0) >= 0);
 	gq_kick(&q);
@@ -1379,11 +1379,11 @@ static void test_serve_budget(void)
 	memset(hp + 4, 0, 12);
 	for (unsigned i = 0; i < FLOOD_NUM; i++) {
 		uint64_t b = FLOOD_BUFS + 256 * i;
-		struct drv_seg c[FLOOD_DESCS] = { { hdr_gpa(0), 16, false, 0 } };
+		struct drv_seg c[FLOOD_DESCS] = { { hdr_gpa(0), 16, false } };
 
 		for (unsigned k = 1; k + 1 < FLOOD_DESCS; k++)
-			c[k] = (struct drv_seg){ b + k - 1, 1, true, 0 };
-		c[FLOOD_DESCS - 1] = (struct drv_seg){ b + FLOOD_DESCS, 1, true, 0 };
+			c[k] = (struct drv_seg){ b + k - 1, 1, true };
+		c[FLOOD_DESCS - 1] = (struct drv_seg){ b + FLOOD_DESCS, 1, true };
 		memset(gpa(t, b), 0, 256);
 		CHECK(gq_add(&q[0], c, FLOOD_DESCS, true, IND_AREA + 4096ull * i) == (int)i);
 	}
@@ -1553,8 +1553,8 @@ static void test_reset_no_dma_after(const char *aio)
 	memset(hp + 4, 0, 4);
 	memcpy(hp + 8, &sector, 8);
 	struct drv_seg r[4] = {
-		{ h, 16, false, 0 }, { STALL_GPA, 4096, true, 0 },
-		{ data_gpa(3), 4096, true, 0 }, { h + 48, 1, true, 0 },
+		{ h, 16, false }, { STALL_GPA, 4096, true },
+		{ data_gpa(3), 4096, true }, { h + 48, 1, true },
 	};
 
 	canary = slot_data(t, 3);

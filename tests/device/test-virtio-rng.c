@@ -98,7 +98,7 @@ static int offer(struct rng *g, const struct drv_seg *s, unsigned n)
 
 static int offer_one(struct rng *g, unsigned slot, uint32_t len)
 {
-	struct drv_seg s = { data_gpa(slot), len, true, 0 };
+	struct drv_seg s = { data_gpa(slot), len, true };
 
 	memset(slot_data(g->t, slot), JUNK, len);
 	return offer(g, &s, 1);
@@ -190,8 +190,8 @@ static void test_fill(void)
 
 	/* Three buffers in one chain: used len counts them all. */
 	struct drv_seg s[3] = {
-		{ data_gpa(2), 10, true, 0 }, { data_gpa(3), 1, true, 0 },
-		{ data_gpa(4), 4000, true, 0 },
+		{ data_gpa(2), 10, true }, { data_gpa(3), 1, true },
+		{ data_gpa(4), 4000, true },
 	};
 
 	memset(slot_data(g.t, 4), JUNK, 4000);
@@ -204,7 +204,7 @@ static void test_fill(void)
 		int ids[NUM];
 
 		for (unsigned i = 0; i < NUM; i++) {
-			struct drv_seg one = { data_gpa(5 + i), 512, true, 0 };
+			struct drv_seg one = { data_gpa(5 + i), 512, true };
 
 			ids[i] = gq_add(&g.q, &one, 1, false, 0);
 		}
@@ -242,7 +242,7 @@ static void test_readable(bool alone)
 {
 	struct rng g;
 	struct vrng_cfg cfg = { VRNG_NO_LIMIT, VRNG_DEFAULT_PERIOD_MS };
-	struct drv_seg s[2] = { { data_gpa(0), 16, false, 0 }, { data_gpa(1), 16, true, 0 } };
+	struct drv_seg s[2] = { { data_gpa(0), 16, false }, { data_gpa(1), 16, true } };
 
 	if (!rng_up(&g, &cfg))
 		return;
@@ -255,7 +255,7 @@ static void test_outside_ram(uint64_t addr, uint32_t len)
 {
 	struct rng g;
 	struct vrng_cfg cfg = { VRNG_NO_LIMIT, VRNG_DEFAULT_PERIOD_MS };
-	struct drv_seg s[2] = { { data_gpa(0), 16, true, 0 }, { addr, len, true, 0 } };
+	struct drv_seg s[2] = { { data_gpa(0), 16, true }, { addr, len, true } };
 
 	if (!rng_up(&g, &cfg))
 		return;
@@ -356,7 +356,7 @@ static void test_before_driver_ok(void)
 {
 	struct rng g;
 	struct vrng_cfg cfg = { 16, HOUR_MS };
-	struct drv_seg s = { data_gpa(1), 16, true, 0 };
+	struct drv_seg s = { data_gpa(1), 16, true };
 	uint64_t c;
 	uint32_t len = 0;
 	int id;

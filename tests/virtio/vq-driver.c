@@ -140,7 +140,7 @@ static void put_desc(struct vring_desc *t, const struct drv_seg *s, uint16_t fla
 {
 	t->addr = s->gpa;
 	t->len = s->len;
-	t->flags = flags | (s->write ? VRING_DESC_F_WRITE : 0) | s->flags;
+	t->flags = flags | (s->write ? VRING_DESC_F_WRITE : 0);
 	t->next = next;
 }
 
@@ -200,7 +200,7 @@ static int packed_add(struct vq_driver *d, const struct drv_seg *segs, unsigned 
 
 		for (unsigned int i = 0; i < n; i++)
 			t[i] = (struct vring_packed_desc){ segs[i].gpa, segs[i].len, 0,
-				(segs[i].write ? VRING_DESC_F_WRITE : 0) | segs[i].flags };
+				segs[i].write ? VRING_DESC_F_WRITE : 0 };
 		ring[slot].addr = tgpa;
 		ring[slot].len = n * 16;
 		ring[slot].id = id;
@@ -210,7 +210,7 @@ static int packed_add(struct vq_driver *d, const struct drv_seg *segs, unsigned 
 		for (unsigned int i = 0; i < n; i++) {
 			uint16_t flags = (segs[i].write ? VRING_DESC_F_WRITE : 0) |
 					 (i + 1 < n ? VRING_DESC_F_NEXT : 0) |
-					 packed_avail_bits(wrap) | segs[i].flags;
+					 packed_avail_bits(wrap);
 
 			ring[slot].addr = segs[i].gpa;
 			ring[slot].len = segs[i].len;

@@ -24,7 +24,6 @@ struct drv_seg {
 	uint64_t gpa;
 	uint32_t len;
 	bool write;
-	uint16_t flags;		/* more descriptor flags, as a hostile driver sets them */
 };
 
 struct vq_driver {
