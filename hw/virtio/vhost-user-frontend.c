@@ -43,7 +43,7 @@
 /* A reply must come within this, except GET_VRING_BASE's (vhu_frontend_stop). */
 #define VHU_TIMEOUT_MS 30000
 #define VHU_PROTOCOL (F(VHOST_USER_PROTOCOL_F_MQ) | F(VHOST_USER_PROTOCOL_F_REPLY_ACK) | \
-		      F(VHOST_USER_PROTOCOL_F_CONFIG))
+		      F(VHOST_USER_PROTOCOL_F_CONFIG) | F(VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
 
 struct vhu_frontend {
 	char name[64];
@@ -62,6 +62,8 @@ struct vhu_frontend {
 	unsigned max_queues;
 	uint8_t config[VHOST_USER_MAX_CONFIG];
 	bool *started;		/* per queue: the back-end serves it */
+	int ifl_fd;		/* INFLIGHT_SHMFD's region for this driver; -1: none yet */
+	struct vhost_user_inflight ifl;
 	struct vhost_user_err err;	/* why the last request failed */
 	bool gone;		/* ... and whether the back-end had hung up */
 
@@ -216,6 +218,7 @@ struct vhu_frontend *vhu_frontend_new(const struct vhu_frontend_cfg *cfg)
 	f->vm_stop_fd = cfg->vm_stop_fd;
 	f->config_len = cfg->config_len;
 	f->stop_fd = -1;
+	f->ifl_fd = -1;
 	f->sock = cfg->fd >= 0 ? cfg->fd : vhu_connect(cfg->path);
 	if (f->sock < 0) {
 		error_report("%s: cannot connect to the back-end at %s: %s", cfg->name,
@@ -355,6 +358,48 @@ static int vhu_ring_start(struct vhu_frontend *f, unsigned q, bool resume)
 	return 0;
 }
 
+/*
+ * INFLIGHT_SHMFD: the back-end records in a region brisk keeps the
+ * requests it has taken and not answered, so that one restarted after a
+ * crash serves those once more and no others.  One region for as long as
+ * the driver runs the device: asked for at its first start, handed to
+ * every back-end until the driver resets the device.  brisk never reads
+ * it; it only carries it from one back-end to the next.
+ */
+static int vhu_inflight_set(struct vhu_frontend *f)
+{
+	struct virtio_device *vdev = f->vdev;
+	struct vhost_user_msg r;
+
+	if (!(f->protocol & F(VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD)))
+		return 0;
+	if (f->ifl_fd < 0) {
+		struct vhost_user_inflight in = {
+			.num_queues = (uint16_t)vdev->nr_queues,
+			.queue_size = vdev->queues[0].max_size,
+		};
+
+		if (vhu_call(f, VHOST_USER_GET_INFLIGHT_FD, &in, sizeof(in), NULL, 0, &r) < 0)
+			return -1;
+		f->ifl = r.payload.inflight;
+		f->ifl_fd = vhost_user_take_fd(&r, 0);
+		vhost_user_close_fds(&r);
+		if (f->ifl_fd < 0)
+			return vhost_user_fail(&f->err, "GET_INFLIGHT_FD: no region came with "
+					       "the answer");
+	}
+	return vhu_call(f, VHOST_USER_SET_INFLIGHT_FD, &f->ifl, sizeof(f->ifl), &f->ifl_fd, 1,
+			NULL);
+}
+
+/* The driver reset the device: nothing of what it had in flight counts. */
+static void vhu_inflight_drop(struct vhu_frontend *f)
+{
+	if (f->ifl_fd >= 0)
+		close(f->ifl_fd);
+	f->ifl_fd = -1;
+}
+
 static bool vhu_enables(const struct vhu_frontend *f)
 {
 	return f->features & F(VHOST_USER_F_PROTOCOL_FEATURES);
@@ -371,7 +416,8 @@ static int vhu_rings_start(struct vhu_frontend *f, bool resume)
 	/* A queue the driver enabled late joins rings already running. */
 	for (unsigned q = 0; q < vdev->nr_queues; q++)
 		running |= f->started[q];
-	if (!running && (vhu_call_u64(f, VHOST_USER_SET_FEATURES, features) < 0 ||
+	if (!running && (vhu_inflight_set(f) < 0 ||
+			 vhu_call_u64(f, VHOST_USER_SET_FEATURES, features) < 0 ||
 			 vhu_set_mem_table(f) < 0))
 		return -1;
 	for (unsigned q = 0; q < vdev->nr_queues; q++)
@@ -403,6 +449,7 @@ void vhu_frontend_stop(struct vhu_frontend *f)
 	struct virtio_device *vdev = f->vdev;
 	struct vhost_user_msg r;
 
+	vhu_inflight_drop(f);
 	/* A back-end that went away took its rings with it. */
 	if (f->sock < 0 || f->dropped) {
 		memset(f->started, 0, vdev->nr_queues * sizeof(*f->started));
@@ -599,6 +646,8 @@ void vhu_frontend_free(struct vhu_frontend *f)
 		close(f->sock);
 	if (f->stop_fd >= 0)
 		close(f->stop_fd);
+	if (f->ifl_fd >= 0)
+		close(f->ifl_fd);
 	free(f->started);
 	free(f->path);
 	free(f);

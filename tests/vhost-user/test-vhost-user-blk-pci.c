@@ -105,6 +105,8 @@ struct fake_be {
 	struct fb_msg log[FB_LOG];
 	unsigned nlog, conns;
 	int kick[FB_RINGS], call[FB_RINGS], mem_fd;
+	/* INFLIGHT_SHMFD: the inode of the last region made, and of the last one given */
+	ino_t ifl_made, ifl_given;
 };
 
 static void fb_close_fds(struct fake_be *fb)
@@ -138,6 +140,28 @@ static void fb_keep_fd(int *slot, struct vhost_user_msg *m)
 	if (*slot >= 0)
 		close(*slot);
 	*slot = vhost_user_take_fd(m, 0);
+}
+
+/* GET_INFLIGHT_FD: a region of the spec's size for a split ring, in a memfd. */
+static void fb_inflight_make(struct fake_be *fb, const struct vhost_user_msg *m)
+{
+	struct vhost_user_inflight in = m->payload.inflight;
+	int fd = memfd_create("fb-inflight", MFD_CLOEXEC);
+	struct vhost_user_msg r;
+	struct vhost_user_err e;
+	struct stat st;
+
+	in.mmap_size = in.num_queues * (16 + 16 * (uint64_t)in.queue_size);
+	in.mmap_offset = 0;
+	if (fd < 0 || ftruncate(fd, (off_t)in.mmap_size) < 0 || fstat(fd, &st) < 0) {
+		perror("fb inflight");
+		exit(1);
+	}
+	fb->ifl_made = st.st_ino;
+	vhost_user_msg_init(&r, m->hdr.request, VHOST_USER_FLAG_REPLY, sizeof(in));
+	r.payload.inflight = in;
+	vhost_user_send(fb->sock, &r, &fd, 1, 1000, &e);
+	close(fd);
 }
 
 /* One request, logged and answered; false when it hung up on it. */
@@ -202,6 +226,16 @@ static bool fb_handle(struct fake_be *fb, struct vhost_user_msg *m)
 	case VHOST_USER_SET_MEM_TABLE:
 		fb_keep_fd(&fb->mem_fd, m);
 		break;
+	case VHOST_USER_GET_INFLIGHT_FD:
+		fb_inflight_make(fb, m);
+		break;
+	case VHOST_USER_SET_INFLIGHT_FD: {
+		struct stat st;
+
+		if (m->nfds == 1 && fstat(m->fds[0], &st) == 0)
+			fb->ifl_given = st.st_ino;
+		break;
+	}
 	}
 	if (ack)
 		fb_reply(fb, m, &nak, 8);
@@ -496,6 +530,7 @@ static void test_negotiation(bool packed)
 		VHOST_USER_SET_OWNER, VHOST_USER_GET_CONFIG, 0,
 	};
 	static const uint32_t at_driver_ok[] = {
+		VHOST_USER_GET_INFLIGHT_FD, VHOST_USER_SET_INFLIGHT_FD,
 		VHOST_USER_SET_FEATURES, VHOST_USER_SET_MEM_TABLE,
 		VHOST_USER_SET_VRING_NUM, VHOST_USER_SET_VRING_BASE, VHOST_USER_SET_VRING_ADDR,
 		VHOST_USER_SET_VRING_CALL, VHOST_USER_SET_VRING_KICK,
@@ -524,7 +559,7 @@ static void test_negotiation(bool packed)
 	if (!t)
 		goto out;
 	CHECK(fb_seq(&fb, 0, at_create));
-	CHECK(fb.negotiated == (P_MQ | P_REPLY_ACK | P_CONFIG));
+	CHECK(fb.negotiated == (P_MQ | P_REPLY_ACK | P_CONFIG | P_INFLIGHT));
 	CHECK(fb_find(&fb, VHOST_USER_GET_CONFIG, 0, 0, &m) && m.p.config.offset == 0 &&
 	      m.p.config.size == CFG_LEN);
 
@@ -540,6 +575,13 @@ static void test_negotiation(bool packed)
 	CHECK(f == want);
 	CHECK(!status_broken(&d));
 	CHECK(fb_seq(&fb, before, at_driver_ok));
+	/* A region for both queues of the largest ring, handed back as it came. */
+	CHECK(fb_find(&fb, VHOST_USER_GET_INFLIGHT_FD, 0, 0, &m) && m.nfds == 0 &&
+	      m.p.inflight.num_queues == 2 && m.p.inflight.queue_size == 256);
+	CHECK(fb_find(&fb, VHOST_USER_SET_INFLIGHT_FD, 0, 0, &m) && m.nfds == 1 &&
+	      m.p.inflight.num_queues == 2 && m.p.inflight.queue_size == 256 &&
+	      m.p.inflight.mmap_size == 2 * (16 + 16 * 256) && m.p.inflight.mmap_offset == 0);
+	CHECK(fb.ifl_given == fb.ifl_made);
 	CHECK(fb_find(&fb, VHOST_USER_SET_FEATURES, 0, 0, &m) && m.p.u64 == (want | F_PROTOCOL));
 	CHECK(fb_find(&fb, VHOST_USER_SET_MEM_TABLE, 0, 0, &m) && m.nfds == 1 &&
 	      m.p.mem.nregions == 1 && m.p.mem.region[0].gpa == 0 &&
@@ -891,6 +933,7 @@ static void test_reconnect(enum ring_past past)
 	uint16_t seven = 7;
 
 	fb_init(&fb);
+	fb.protocol |= P_INFLIGHT;
 	fb_start_listen(&fb);
 	t = machine_fb(&fb, packed ? ",packed=on" : "", 1);
 	CHECK(t && vdev_find(t, 0, &d));
@@ -898,6 +941,9 @@ static void test_reconnect(enum ring_past past)
 		goto out;
 	CHECK(vdev_init(&d, &q, 1, 16, ~0ull) & F_PACKED ? packed : !packed);
 	CHECK(fb.conns == 1);
+	ino_t region = fb.ifl_made;
+
+	CHECK(region && fb.ifl_given == region);
 	if (!packed) {
 		/* Seven requests made and used while the old back-end lived. */
 		memcpy(t->ram + q.ring.driver + 2, &seven, 2);
@@ -944,6 +990,18 @@ static void test_reconnect(enum ring_past past)
 		CHECK(fd_fired(kick));
 		eventfd_write(call, 1);
 		CHECK(irq_take(&d, 1, 1000) > 0);
+		/*
+		 * The new back-end got the old one's inflight region, to take up
+		 * what it left, before anything else of the rings.
+		 */
+		CHECK(!fb_find(&fb, VHOST_USER_GET_INFLIGHT_FD, 0, 2, &m));
+		CHECK(fb_find(&fb, VHOST_USER_SET_INFLIGHT_FD, 0, 2, &m) && m.nfds == 1);
+		CHECK(fb.ifl_given == region);
+		/* After the driver's reset nothing of it counts: a new region. */
+		set_status(&d, 0);
+		vdev_init(&d, &q, 1, 16, ~0ull);
+		CHECK(fb_find(&fb, VHOST_USER_GET_INFLIGHT_FD, 0, 2, &m));
+		CHECK(fb.ifl_made != region && fb.ifl_given == fb.ifl_made);
 	}
 	machine_free(t);
 out:
