@@ -576,10 +576,11 @@ static int vu_config(struct vu_backend *vu, const struct vhost_user_msg *m,
 }
 
 /* The ring parts of an inflight region: each big enough for queue_size. */
-static int vu_inflight_check(const struct vhost_user_inflight *in, uint64_t size,
-			     const char *what, struct vhost_user_err *e)
+static int vu_inflight_check(const struct vu_backend *vu, const struct vhost_user_inflight *in,
+			     uint64_t size, const char *what, struct vhost_user_err *e)
 {
-	if (!in->num_queues || !in->queue_size || in->queue_size > VIRTQUEUE_MAX_SIZE)
+	if (!in->num_queues || in->num_queues > vu->vdev->nr_queues || !in->queue_size ||
+	    in->queue_size > VIRTQUEUE_MAX_SIZE)
 		return vhost_user_fail(e, "%s: %u queues of %u entries", what, in->num_queues,
 				       in->queue_size);
 	if (size / in->num_queues < virtqueue_inflight_size(in->queue_size))
@@ -616,7 +617,7 @@ static int vu_get_inflight(struct vu_backend *vu, const struct vhost_user_msg *m
 
 	if (vu_any_started(vu))
 		return vhost_user_fail(e, "GET_INFLIGHT_FD while rings run");
-	if (vu_inflight_check(&in, UINT64_MAX, "GET_INFLIGHT_FD", e) < 0)
+	if (vu_inflight_check(vu, &in, UINT64_MAX, "GET_INFLIGHT_FD", e) < 0)
 		return -1;
 	/* Each ring's part on a cache line of its own, as other back-ends lay them. */
 	stride = (virtqueue_inflight_size(in.queue_size) + 63) & ~(size_t)63;
@@ -655,7 +656,7 @@ static int vu_set_inflight(struct vu_backend *vu, struct vhost_user_msg *m,
 
 	if (vu_any_started(vu))
 		return vhost_user_fail(e, "SET_INFLIGHT_FD while rings run");
-	if (vu_inflight_check(in, in->mmap_size, "SET_INFLIGHT_FD", e) < 0)
+	if (vu_inflight_check(vu, in, in->mmap_size, "SET_INFLIGHT_FD", e) < 0)
 		return -1;
 	if (seals < 0 || (!(seals & F_SEAL_SHRINK) &&
 			  ((seals & F_SEAL_SEAL) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)))

@@ -694,9 +694,9 @@ static bool ifl_get(struct conn *k, struct ifl *i)
 	return i->map != MAP_FAILED;
 }
 
-static int ifl_set(struct conn *k, const struct ifl *i, uint64_t size)
+static int ifl_set(struct conn *k, const struct ifl *i, uint64_t size, uint16_t queues)
 {
-	struct vhost_user_inflight in = { .mmap_size = size, .num_queues = NQ,
+	struct vhost_user_inflight in = { .mmap_size = size, .num_queues = queues,
 					  .queue_size = RING };
 
 	return vuf_request(&k->f, VHOST_USER_SET_INFLIGHT_FD, &in, sizeof(in), &i->fd, 1, NULL);
@@ -742,7 +742,7 @@ static bool test_inflight_tracks(void)
 	REQUIRE(ifl_get(&k, &i));
 	CHECK(fcntl(i.fd, F_GET_SEALS) & F_SEAL_SHRINK);
 	CHECK(i.size >= NQ * (16 + 16 * (uint64_t)RING));
-	CHECK(ifl_set(&k, &i, i.size) == 0);
+	CHECK(ifl_set(&k, &i, i.size, NQ) == 0);
 	CHECK(conn_start(&k, -1) == 0);
 	for (unsigned s = 0; s < 8; s++)
 		head[s] = vuf_blk_add(&k.d[0], s, VUF_BLK_T_IN, s * 8, 4096, false);
@@ -828,7 +828,7 @@ static bool test_inflight_resubmits(bool settled)
 	r->desc[h[0]].inflight = r->desc[h[2]].inflight = 1;
 	r->desc[h[3]].inflight = !settled;
 
-	CHECK(ifl_set(&k, &i, i.size) == 0);
+	CHECK(ifl_set(&k, &i, i.size, NQ) == 0);
 	CHECK(conn_start(&k, 2) == 0);
 	CHECK(reap(&k, 0, 3, ids, WAIT_MS) == 3);
 	for (unsigned n = 0; n < 3; n++)
@@ -852,7 +852,7 @@ static bool test_inflight_resubmits(bool settled)
 	return true;
 }
 
-enum ifl_bad { IFL_SIZE, IFL_FLAG, IFL_BATCH, IFL_UNSEALED, IFL_SHORT };
+enum ifl_bad { IFL_SIZE, IFL_FLAG, IFL_BATCH, IFL_UNSEALED, IFL_SHORT, IFL_QUEUES };
 
 /* A region that cannot be the ring's ends the connection with one line. */
 static bool test_inflight_hostile(enum ifl_bad bad, const char *says)
@@ -863,6 +863,7 @@ static bool test_inflight_hostile(enum ifl_bad bad, const char *says)
 	char line[512];
 	int lines;
 	uint64_t size;
+	uint16_t queues = NQ;
 
 	CHECK(conn_prepare(&k, false, MEMORY) == 0);
 	REQUIRE(ifl_get(&k, &i));
@@ -889,9 +890,12 @@ static bool test_inflight_hostile(enum ifl_bad bad, const char *says)
 	case IFL_SHORT:
 		size = NQ * 16;
 		break;
+	case IFL_QUEUES:
+		queues = NQ + 1;
+		break;
 	}
 	capture_begin();
-	if (ifl_set(&k, &i, size) == 0)
+	if (ifl_set(&k, &i, size, queues) == 0)
 		conn_start(&k, -1);
 	CHECK(vuf_closed(&k.f, WAIT_MS));
 	lines = capture_end(line, sizeof(line));
@@ -1366,6 +1370,7 @@ int main(void)
 	RUN(test_inflight_hostile(IFL_BATCH, "names a head beyond the ring"));
 	RUN(test_inflight_hostile(IFL_UNSEALED, "could shrink"));
 	RUN(test_inflight_hostile(IFL_SHORT, "too few"));
+	RUN(test_inflight_hostile(IFL_QUEUES, "3 queues of 64 entries"));
 	RUN(test_guest_error());
 	for (size_t i = 0; i < sizeof(hostile_cases) / sizeof(hostile_cases[0]); i++)
 		RUN(test_hostile(&hostile_cases[i]));
