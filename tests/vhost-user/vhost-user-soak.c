@@ -7,7 +7,12 @@
  * end each session in one of four ways: hang up cleanly, die by SIGKILL
  * with requests in flight (their own, or the harness's at any moment),
  * RESET_DEVICE with requests in flight and go on, or truncate their
- * memory under the daemon's requests.
+ * memory under the daemon's requests.  Every few seconds the harness
+ * SIGKILLs the daemon itself and starts another on the same disks: a
+ * front-end on a split ring carries its INFLIGHT_SHMFD region to the new
+ * daemon and goes on, and each request it had out must be answered by
+ * the new one exactly once (one answered twice, or never, fails); a
+ * session on a packed ring, which is not tracked, ends there.
  *
  *   vhost-user-soak --brisk PATH [--dir DIR] [--seconds S] [--seed N]
  *
@@ -19,14 +24,15 @@
  * those; a write whose front-end truncated its own memory under it may
  * have left anything, so such a block is written again before it is read.
  *
- * TAP: the daemon stayed up and exits 0 on SIGTERM; every request that
- * completed had status OK; every read and the final pass verified; the
- * daemon's fds are back to where they were before the first front-end;
- * its resident memory at the end is within 32 MiB of what it was then;
- * its stderr holds only the lines these sessions call for.  Then the
- * figures, as "# key=value" lines.  The run's length and the moments of
- * the harness's kills are the only things time decides; no check
- * depends on them.
+ * TAP: the daemon ended only when killed, and exits 0 on SIGTERM; every
+ * request that completed had status OK; every read and the final pass
+ * verified; the daemon's fds are back to where they were before the
+ * first front-end; its resident memory at the end is within 32 MiB of
+ * what it was then; its stderr holds only the lines these sessions call
+ * for.  Then the figures, as "# key=value" lines.  The run's length and
+ * the moments of the harness's kills are the only things time decides,
+ * besides the bounds on a hang (an answer 10 s late, a front-end without
+ * progress for 60 s), which correct code never comes near.
  */
 #include <errno.h>
 #include <dirent.h>
@@ -72,6 +78,12 @@ struct fe_state {
 	uint64_t sessions, fates[NFATES], harness_kills;
 	uint64_t completed, reads_verified, writes_acked, blocks_final;
 	uint64_t progress;		/* bumped by every completion and session */
+	/*
+	 * Requests out when this front-end's daemon died, not yet answered by
+	 * the next: while any are, the harness kills neither this front-end
+	 * nor the daemon, so that a request lost on the way fails the run.
+	 */
+	volatile unsigned resume_wait;
 	char why[256];			/* the first failure */
 };
 
@@ -79,6 +91,12 @@ struct shared {
 	struct fe_state fe[FRONTENDS];
 	volatile int stop;		/* end after the current session */
 	volatile int failures;
+	/*
+	 * Daemons started, and kills begun: a session that began with
+	 * daemon_gen g and fails once daemon_kills > g lost its daemon.
+	 */
+	volatile unsigned daemon_gen, daemon_kills;
+	uint64_t resumed, resubmitted;	/* sessions that outlived a daemon, requests */
 };
 
 static struct shared *sh;
@@ -154,6 +172,7 @@ static int64_t holds(const uint8_t *p, unsigned f, unsigned blk)
 
 struct req {
 	bool busy;
+	bool resumed;			/* out when the daemon died */
 	uint32_t type;
 	unsigned blk;
 	uint32_t gen;
@@ -170,6 +189,9 @@ struct fe {
 	int slot_of[NQ][RING];		/* buffer id -> slot */
 	bool busy_blk[BLOCKS];
 	unsigned inflight;
+	int ifl_fd;			/* INFLIGHT_SHMFD region, kept across daemons */
+	struct vhost_user_inflight ifl;
+	unsigned gen;			/* the daemon's generation this session began in */
 };
 
 static void rings_init(struct fe *e)
@@ -183,38 +205,113 @@ static void rings_init(struct fe *e)
 	}
 }
 
-static void rings_start(struct fe *e)
+/*
+ * A request to the daemon failed.  If the harness killed the daemon since
+ * this session began, that is why: the session ends, its writes still out
+ * left pending for the next one to read.  Otherwise it is a failure.
+ */
+static void lost(struct fe *e, const char *what)
+{
+	if (sh->daemon_kills != e->gen)
+		_exit(0);
+	fail(e->f, "%s: %s", what, e->v.err.msg);
+}
+
+/* Memory and rings; resumed, each ring from its used index, as QEMU's front-end does. */
+static void rings_start(struct fe *e, bool resumed)
 {
 	struct vq_driver *dp[NQ] = { &e->d[0], &e->d[1] };
 
 	if (vuf_set_mem(&e->v, dp, NQ) < 0)
-		fail(e->f, "SET_MEM_TABLE: %s", e->v.err.msg);
-	for (unsigned q = 0; q < NQ; q++)
-		if (vuf_start_ring(&e->v, q, &e->d[q], -1, e->kick[q], e->call[q]) < 0)
-			fail(e->f, "starting ring %u: %s", q, e->v.err.msg);
+		lost(e, "SET_MEM_TABLE");
+	for (unsigned q = 0; q < NQ; q++) {
+		struct vring_used *u = drv_ptr(&e->d[q], e->d[q].device);
+
+		if (vuf_start_ring(&e->v, q, &e->d[q], resumed ? u->idx : -1, e->kick[q],
+				   e->call[q]) < 0)
+			lost(e, "starting a ring");
+	}
+}
+
+/* The region a daemon records this session's requests in: fresh, or kept. */
+static void fe_inflight(struct fe *e)
+{
+	struct vhost_user_msg r;
+
+	if (e->ifl_fd < 0) {
+		struct vhost_user_inflight in = { .num_queues = NQ, .queue_size = RING };
+
+		if (vuf_request(&e->v, VHOST_USER_GET_INFLIGHT_FD, &in, sizeof(in), NULL, 0,
+				&r) < 0)
+			lost(e, "GET_INFLIGHT_FD");
+		e->ifl = r.payload.inflight;
+		e->ifl_fd = vhost_user_take_fd(&r, 0);
+		vhost_user_close_fds(&r);
+	}
+	if (vuf_request(&e->v, VHOST_USER_SET_INFLIGHT_FD, &e->ifl, sizeof(e->ifl), &e->ifl_fd, 1,
+			NULL) < 0)
+		lost(e, "SET_INFLIGHT_FD");
+}
+
+/*
+ * Connects, waiting while the daemon restarts (the socket refuses) and,
+ * in the backlog, while the other front-end of this disk has its turn
+ * (its sessions are short).  Then negotiates and hands over the inflight
+ * region: a fresh one, or the one kept from the daemon that died.
+ */
+static void fe_connect(struct fe *e)
+{
+	uint64_t want = ~0ull & ~(e->packed ? 0 : F(VIRTIO_F_RING_PACKED));
+	double until = (double)time(NULL) + STUCK_S;
+
+	e->gen = sh->daemon_gen;
+	while (vuf_connect(&e->v, sock_path(e->disk)) < 0) {
+		if (errno != ECONNREFUSED && errno != ENOENT)
+			fail(e->f, "connect %s: %s", sock_path(e->disk), strerror(errno));
+		if ((double)time(NULL) > until)
+			fail(e->f, "the daemon did not come back in %d s", STUCK_S);
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+		e->gen = sh->daemon_gen;
+	}
+	if (vuf_negotiate(&e->v, want, ~0ull) < 0)
+		lost(e, "negotiation");
+	if (!(e->v.protocol & F(VHOST_USER_PROTOCOL_F_RESET_DEVICE)) ||
+	    !(e->v.protocol & F(VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD)))
+		fail(e->f, "RESET_DEVICE or INFLIGHT_SHMFD not offered");
+	fe_inflight(e);
 }
 
 static void fe_open(struct fe *e)
 {
-	uint64_t want = ~0ull & ~(e->packed ? 0 : F(VIRTIO_F_RING_PACKED));
-
-	/*
-	 * The other front-end of this disk may hold its socket: connect()
-	 * waits in the backlog, and the first reply waits for that session,
-	 * which is short, to end.
-	 */
-	if (vuf_connect(&e->v, sock_path(e->disk)) < 0)
-		fail(e->f, "connect %s: %s", sock_path(e->disk), strerror(errno));
+	e->ifl_fd = -1;
 	for (unsigned q = 0; q < NQ; q++) {
 		e->kick[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		e->call[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	}
 	rings_init(e);
-	if (vuf_negotiate(&e->v, want, ~0ull) < 0)
-		fail(e->f, "negotiation: %s", e->v.err.msg);
-	if (!(e->v.protocol & F(VHOST_USER_PROTOCOL_F_RESET_DEVICE)))
-		fail(e->f, "RESET_DEVICE not offered");
-	rings_start(e);
+	fe_connect(e);
+	rings_start(e, false);
+}
+
+/*
+ * The daemon died under this session's requests, and another came up: a
+ * split ring goes on where its used ring says, and the new daemon, given
+ * the region, must serve each request still out exactly once.  A packed
+ * ring is not tracked: that session ends, its writes left pending.
+ */
+static void fe_resume(struct fe *e)
+{
+	if (e->packed)
+		_exit(0);
+	vuf_close(&e->v);
+	for (unsigned q = 0; q < NQ; q++)
+		for (unsigned s = 0; s < DEPTH; s++)
+			e->slot[q][s].resumed = e->slot[q][s].busy;
+	sh->fe[e->f].resume_wait = e->inflight;
+	fe_connect(e);
+	rings_start(e, true);
+	__atomic_fetch_add(&sh->resumed, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&sh->resubmitted, e->inflight, __ATOMIC_RELAXED);
 }
 
 /* Adds one request on ring q, if it has room; a block no request holds. */
@@ -284,17 +381,23 @@ static void complete(struct fe *e, unsigned q, unsigned s)
 		st->pending[r->blk] = 0;
 		st->reads_verified++;
 	}
-	r->busy = false;
+	if (r->resumed)
+		st->resume_wait--;
+	r->busy = r->resumed = false;
 	e->busy_blk[r->blk] = false;
 	e->inflight--;
 	st->completed++;
 	st->progress++;
 }
 
-/* Takes what the rings used; waits for an interrupt when nothing was. */
+/*
+ * Takes what the rings used; waits for an interrupt when nothing was, or
+ * for the daemon to hang up: killed by the harness, the session resumes
+ * on the next one; otherwise the daemon had no reason to.
+ */
 static void reap(struct fe *e)
 {
-	struct pollfd p[NQ];
+	struct pollfd p[NQ + 1];
 	unsigned got = 0;
 
 	for (unsigned q = 0; q < NQ; q++) {
@@ -316,10 +419,16 @@ static void reap(struct fe *e)
 	}
 	if (got)
 		return;
-	if (poll(p, NQ, WAIT_MS) == 0)
+	p[NQ] = (struct pollfd){ .fd = e->v.sock, .events = POLLRDHUP };
+	if (poll(p, NQ + 1, WAIT_MS) == 0)
 		fail(e->f, "%u requests out and no interrupt for %d ms", e->inflight, WAIT_MS);
 	for (unsigned q = 0; q < NQ; q++)
 		eventfd_read(e->call[q], &(eventfd_t){ 0 });
+	if (p[NQ].revents) {
+		if (sh->daemon_kills == e->gen)
+			fail(e->f, "the daemon hung up with %u requests out", e->inflight);
+		fe_resume(e);
+	}
 }
 
 static void run_requests(struct fe *e, unsigned n)
@@ -357,6 +466,8 @@ static void session(unsigned f, uint64_t n)
 	struct fe e = { .f = f, .disk = f % DISKS };
 	enum fate fate;
 
+	/* A session that died resuming left nothing this one waits for. */
+	st->resume_wait = 0;
 	e.rng = seed ^ (uint64_t)f << 56 ^ n;
 	memset(e.slot_of, 0xff, sizeof(e.slot_of));
 	fate = sh->stop ? CLEAN : (enum fate)(rnd(&e.rng) % NFATES);
@@ -366,6 +477,9 @@ static void session(unsigned f, uint64_t n)
 	st->sessions++;
 	st->progress++;
 	run_requests(&e, 32 + (unsigned)(rnd(&e.rng) % 480));
+	/* What a dead daemon left is answered, each once, before anything else. */
+	while (st->resume_wait)
+		reap(&e);
 	st->fates[fate]++;
 	switch (fate) {
 	case CLEAN:
@@ -377,15 +491,19 @@ static void session(unsigned f, uint64_t n)
 	case RESET:
 		/* The reset's answer comes once the old requests are done. */
 		if (vuf_request(&e.v, VHOST_USER_RESET_DEVICE, NULL, 0, NULL, 0, NULL) < 0)
-			fail(f, "RESET_DEVICE: %s", e.v.err.msg);
+			lost(&e, "RESET_DEVICE");
 		forget_inflight(&e, false);
 		for (unsigned q = 0; q < NQ; q++)
 			drv_destroy(&e.d[q]);
 		rings_init(&e);
+		/* Nothing of the old rings counts: a new region for the new ones. */
+		close(e.ifl_fd);
+		e.ifl_fd = -1;
+		fe_inflight(&e);
 		if (vuf_set_u64(&e.v, VHOST_USER_SET_FEATURES, e.v.features &
 				~(e.packed ? 0 : F(VIRTIO_F_RING_PACKED))) < 0)
-			fail(f, "SET_FEATURES after reset: %s", e.v.err.msg);
-		rings_start(&e);
+			lost(&e, "SET_FEATURES after reset");
+		rings_start(&e, false);
 		run_requests(&e, 32 + (unsigned)(rnd(&e.rng) % 256));
 		drain(&e);
 		break;
@@ -406,6 +524,7 @@ static void session(unsigned f, uint64_t n)
 		break;
 	}
 	vuf_close(&e.v);
+	close(e.ifl_fd);
 	for (unsigned q = 0; q < NQ; q++) {
 		drv_destroy(&e.d[q]);
 		close(e.kick[q]);
@@ -457,10 +576,29 @@ static void worker(unsigned f, bool final)
 static pid_t daemon_pid;
 static const char *brisk_path;
 
+/* The disks' files, zeroed: generation 0 of every block. */
+static void make_disks(void)
+{
+	char p[PATH_MAX + 16];
+	int fd;
+
+	for (unsigned i = 0; i < DISKS; i++) {
+		snprintf(p, sizeof(p), "%s/d%u.img", dir, i);
+		fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || ftruncate(fd, (off_t)DISK_SIZE) < 0) {
+			fprintf(stderr, "%s: %s\n", p, strerror(errno));
+			exit(1);
+		}
+		close(fd);
+	}
+	snprintf(p, sizeof(p), "%s/daemon.log", dir);
+	unlink(p);
+}
+
 static void start_daemon(void)
 {
 	char log[PATH_MAX + 16], *argv[4 * DISKS + 2];
-	static char args[4 * DISKS][PATH_MAX + 200];
+	static char args[2 * DISKS][PATH_MAX + 200];
 	static const char *const drive_opts[DISKS] = {
 		"aio=io_uring,cache=none", "aio=threads", "", "cache=writeback",
 	};
@@ -473,29 +611,23 @@ static void start_daemon(void)
 	argv[n] = (char *)"brisk";
 	n++;
 	for (unsigned i = 0; i < DISKS; i++) {
-		snprintf(args[2 * i], sizeof(args[0]), "%s/d%u.img", dir, i);
-		fd = open(args[2 * i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-		if (fd < 0 || ftruncate(fd, (off_t)DISK_SIZE) < 0) {
-			fprintf(stderr, "%s: %s\n", args[2 * i], strerror(errno));
-			exit(1);
-		}
-		close(fd);
-		snprintf(args[2 * DISKS + 2 * i], sizeof(args[0]),
+		snprintf(args[2 * i], sizeof(args[0]),
 			 "file=%s/d%u.img,if=none,id=d%u%s%s", dir, i, i,
 			 *drive_opts[i] ? "," : "", drive_opts[i]);
-		snprintf(args[2 * DISKS + 2 * i + 1], sizeof(args[0]),
+		snprintf(args[2 * i + 1], sizeof(args[0]),
 			 "vhost-user-blk,id=e%u,drive=d%u,addr.path=%s,num-queues=%u,"
 			 "writable=on%s", i, i, sock_path(i), NQ, export_opts[i]);
 		argv[n++] = (char *)"-drive";
-		argv[n++] = args[2 * DISKS + 2 * i];
+		argv[n++] = args[2 * i];
 		argv[n++] = (char *)"-export";
-		argv[n++] = args[2 * DISKS + 2 * i + 1];
+		argv[n++] = args[2 * i + 1];
 	}
 	argv[n] = NULL;
 	snprintf(log, sizeof(log), "%s/daemon.log", dir);
 	daemon_pid = fork();
 	if (daemon_pid == 0) {
-		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		/* One log for every daemon of the run. */
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		if (fd < 0 || dup2(fd, 2) < 0)
 			_exit(127);
 		execv(brisk_path, argv);
@@ -568,6 +700,14 @@ static bool sockets_ready(void)
 		if (stat(sock_path(i), &sb) < 0 || !S_ISSOCK(sb.st_mode))
 			return false;
 	return true;
+}
+
+static bool resuming(void)
+{
+	for (unsigned f = 0; f < FRONTENDS; f++)
+		if (sh->fe[f].resume_wait)
+			return true;
+	return false;
 }
 
 static pid_t spawn(unsigned f, bool final)
@@ -649,7 +789,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	pid_t pid[FRONTENDS] = { 0 };
-	double seconds = 20, start, ran, last_progress[FRONTENDS];
+	double seconds = 20, start, ran, next_kill, last_progress[FRONTENDS];
 	uint64_t seen[FRONTENDS] = { 0 }, rs = 0;
 	long fds0, fds1, rss0, rss1 = -1, hwm = -1;
 	unsigned lines = 0, shrank = 0, alive;
@@ -687,6 +827,7 @@ int main(int argc, char **argv)
 	rs = seed;
 	printf("# seed %llu, %u disks, %u front-ends, %.0f s, in %s\n", seed, DISKS, FRONTENDS,
 	       seconds, dir);
+	make_disks();
 	start_daemon();
 	for (start = now_s(); !sockets_ready() && daemon_up() && now_s() < start + 10;)
 		nap_ms(10);
@@ -701,6 +842,7 @@ int main(int argc, char **argv)
 	rss0 = status_kb(daemon_pid, "VmRSS");
 
 	start = now_s();
+	next_kill = start + 2;
 	for (unsigned f = 0; f < FRONTENDS; f++) {
 		pid[f] = spawn(f, false);
 		last_progress[f] = start;
@@ -722,12 +864,26 @@ int main(int argc, char **argv)
 				sh->failures++;
 			}
 		}
+		/*
+		 * Every few seconds the daemon dies, wherever it is, and the next
+		 * one comes up on the same disks.  The front-ends' sessions go on.
+		 */
+		if (now_s() > next_kill && !resuming()) {
+			sh->daemon_kills++;
+			kill(daemon_pid, SIGKILL);
+			waitpid(daemon_pid, &status, 0);
+			sh->daemon_gen++;
+			start_daemon();
+			next_kill = now_s() + 1 + (double)(rnd(&rs) % 3000) / 1000;
+		}
 		/* About one kill a second, of whichever front-end, wherever it is. */
 		if (rnd(&rs) % 50 == 0) {
 			unsigned f = (unsigned)(rnd(&rs) % FRONTENDS);
 
-			kill(pid[f], SIGKILL);
-			sh->fe[f].harness_kills++;
+			if (!sh->fe[f].resume_wait) {
+				kill(pid[f], SIGKILL);
+				sh->fe[f].harness_kills++;
+			}
 		}
 	}
 	ran = now_s() - start;
@@ -751,7 +907,7 @@ int main(int argc, char **argv)
 	check_case("front-ends: every request OK, every read verified");
 
 	CHECK(daemon_up());
-	check_case("the daemon outlived every front-end");
+	check_case("the daemon outlived every front-end, and ended only when killed");
 
 	sh->failures = 0;
 	for (unsigned f = 0; f < FRONTENDS; f++)
@@ -813,6 +969,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)sum[0], (unsigned long long)sum[1],
 	       (unsigned long long)sum[2], (unsigned long long)sum[3],
 	       (unsigned long long)sum[4], (unsigned long long)sum[5]);
+	printf("# daemon_kills=%u sessions_resumed=%llu requests_in_flight_at_resume=%llu\n",
+	       sh->daemon_kills, (unsigned long long)sh->resumed,
+	       (unsigned long long)sh->resubmitted);
 	printf("# requests=%llu reads_verified=%llu writes_acked=%llu final_blocks=%llu\n",
 	       (unsigned long long)sum[6], (unsigned long long)sum[7],
 	       (unsigned long long)sum[8], (unsigned long long)sum[9]);
