@@ -196,11 +196,15 @@ def vu_seeds():
 
     # shrink: the front end truncates its memory right after the kick fd
     # (the request is in flight); 32 in the first byte makes it sealable.
-    for name, packed, rtype, ack, shrink, fl in (
-            ('read-split', 0, 0, 0, 0, 2), ('read-packed', 1, 0, 0, 0, 2),
-            ('write-split-ack', 0, 1, 8, 0, 2), ('write-packed-ack', 1, 1, 8, 0, 2),
-            ('write-split-shrink', 0, 1, 8, 16, 2),
-            ('write-split-sealed-shrink', 0, 1, 8, 16, 2 | 32)):
+    # inflight: an INFLIGHT_SHMFD region in the (sealed) RAM memfd at
+    # ifl_at, left by a back-end that had taken head 0 and not used it.
+    ifl_at = 0x8000
+    for name, packed, rtype, ack, shrink, fl, inflight in (
+            ('read-split', 0, 0, 0, 0, 2, 0), ('read-packed', 1, 0, 0, 0, 2, 0),
+            ('write-split-ack', 0, 1, 8, 0, 2, 0), ('write-packed-ack', 1, 1, 8, 0, 2, 0),
+            ('write-split-shrink', 0, 1, 8, 16, 2, 0),
+            ('write-split-sealed-shrink', 0, 1, 8, 16, 2 | 32, 0),
+            ('write-split-inflight', 0, 1, 8, 0, 2 | 32, 1)):
         chain = [(hdr_at, 16, 0), (data_at, 512, 0 if rtype else WRITE), (st_at, 1, WRITE)]
         if packed:
             ram, drv, dev = packed_ring(num, [chain])
@@ -208,15 +212,23 @@ def vu_seeds():
             ram, drv, dev = split_ring(num, [chain])
         put(ram, hdr_at, struct.pack('<IIQ', rtype, 0, 1))
         ram.extend(b'\0' * (data_at + 0x200 - len(ram)))
+        if inflight:
+            # version 1, 16 entries, used index 0; head 0 taken (counter 5)
+            put(ram, ifl_at, struct.pack('<QHHHH', 0, 1, num, 0, 0) +
+                struct.pack('<B5xHQ', 1, 0, 5))
         feats = 1 << 32 | 1 << 30 | 1 << 29 | 1 << 28 | 1 << 9 | packed << 34
         base = 0x80008000 if packed else 0
         f = 1 | ack
+        ifl = msg(32, struct.pack('<QQHH4x', 16 + 16 * num, ifl_at, 1, num), f,
+                  spec=1) if inflight else b''
         stream = b''.join([
-            msg(1), msg(15), msg(16, struct.pack('<Q', 0x2209)), msg(17), msg(3, flags=f),
+            msg(1), msg(15), msg(16, struct.pack('<Q', 0x3209 if inflight else 0x2209)),
+            msg(17), msg(3, flags=f),
             msg(24, struct.pack('<III', 0, 57, 0) + b'\0' * 57),
             msg(2, struct.pack('<Q', feats), f),
             msg(5, struct.pack('<II', 1, 0) + struct.pack('<QQQQ', 0, 0x10000, uva, 0),
                 f, spec=1),
+            ifl,
             msg(8, state(0, num), f), msg(10, state(0, base), f),
             msg(9, struct.pack('<IIQQQQ', 0, 0, uva, uva + dev, uva + drv, 0), f),
             msg(13, struct.pack('<Q', 0), f, spec=1 | 1 << 2),
