@@ -65,13 +65,15 @@ const char *virtqueue_inflight_attach(struct virtqueue *vq, struct vq_inflight *
 	uint64_t top = 0;
 	uint16_t used;
 	const char *why;
+	bool fresh;
 
 	if (vq->packed)
 		return NULL;
 	if (size < virtqueue_inflight_size(num))
 		return "inflight region: too small for the ring";
 	used = vq_ld16(&((struct vring_used *)vq->device)->idx);
-	if (r->version == 0) {
+	fresh = r->version == 0;
+	if (fresh) {
 		memset(r, 0, virtqueue_inflight_size(num));
 		r->desc_num = (uint16_t)num;
 		r->used_idx = used;
@@ -98,13 +100,17 @@ const char *virtqueue_inflight_attach(struct virtqueue *vq, struct vq_inflight *
 	ifl->region = r;
 	ifl->nresubmit = (uint16_t)n;
 	ifl->counter = top;
-	/*
-	 * Every head taken was either used or is in the list: the available
-	 * ring goes on after both, whatever base the front-end sent.
-	 */
-	vq->last_avail_idx = vq->shadow_avail_idx = (uint16_t)(used + n);
-	vq->used_idx = used;
-	vq->signalled_used_valid = false;
+	ifl->taken_up = !fresh;
+	if (!fresh) {
+		/*
+		 * Every head taken was either used or is in the list: the
+		 * available ring goes on after both, whatever base the
+		 * front-end sent.
+		 */
+		vq->last_avail_idx = vq->shadow_avail_idx = (uint16_t)(used + n);
+		vq->used_idx = used;
+		vq->signalled_used_valid = false;
+	}
 	vq->ifl = ifl;
 	return NULL;
 }

@@ -25,6 +25,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -229,6 +231,16 @@ static int vu_ring_update(struct vu_backend *vu, unsigned i, struct vhost_user_e
 	if (vdev->ops->start_queue(vdev, i, r->kick_fd) < 0)
 		return vhost_user_fail(e, "ring %u: cannot start: %s", i, strerror(errno));
 	r->running = true;
+	/*
+	 * A back-end that died may have published used buffers before it
+	 * could signal them: after a region is taken up, one interrupt, if
+	 * perhaps for nothing, so that the driver looks.
+	 */
+	pthread_mutex_lock(&vdev->lock);
+	if (r->ifl.taken_up && vdev->queues[i].vq.ifl == &r->ifl && r->call_fd >= 0)
+		vu_signal(r->call_fd);
+	r->ifl.taken_up = false;
+	pthread_mutex_unlock(&vdev->lock);
 	return 0;
 }
 
@@ -651,6 +663,7 @@ static int vu_set_inflight(struct vu_backend *vu, struct vhost_user_msg *m,
 {
 	const struct vhost_user_inflight *in = &m->payload.inflight;
 	int fd = m->fds[0], seals = fcntl(fd, F_GET_SEALS);
+	struct statfs fs;
 	struct stat st;
 	void *p;
 
@@ -658,10 +671,19 @@ static int vu_set_inflight(struct vu_backend *vu, struct vhost_user_msg *m,
 		return vhost_user_fail(e, "SET_INFLIGHT_FD while rings run");
 	if (vu_inflight_check(vu, in, in->mmap_size, "SET_INFLIGHT_FD", e) < 0)
 		return -1;
-	if (seals < 0 || (!(seals & F_SEAL_SHRINK) &&
-			  ((seals & F_SEAL_SEAL) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)))
+	/*
+	 * Written on the hot path, outside the guest-memory fault handling:
+	 * a tmpfs memfd, sealed against shrinking (hugetlbfs may still fault).
+	 */
+	if (fstatfs(fd, &fs) < 0 || fs.f_type != TMPFS_MAGIC || seals < 0 ||
+	    (!(seals & F_SEAL_SHRINK) &&
+	     ((seals & F_SEAL_SEAL) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)))
 		return vhost_user_fail(e, "SET_INFLIGHT_FD: the region could shrink "
-				       "(not a memfd sealed against it)");
+				       "(not a tmpfs memfd sealed against it)");
+	if ((in->mmap_size / in->num_queues) % 8)
+		return vhost_user_fail(e, "SET_INFLIGHT_FD: %llu bytes do not split into %u "
+				       "aligned rings", (unsigned long long)in->mmap_size,
+				       in->num_queues);
 	if (fstat(fd, &st) < 0 || in->mmap_offset % (uint64_t)sysconf(_SC_PAGESIZE) ||
 	    in->mmap_size > (uint64_t)st.st_size || in->mmap_size > SIZE_MAX ||
 	    in->mmap_offset > (uint64_t)st.st_size - in->mmap_size)

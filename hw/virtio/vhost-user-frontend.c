@@ -358,6 +358,14 @@ static int vhu_ring_start(struct vhu_frontend *f, unsigned q, bool resume)
 	return 0;
 }
 
+/* The driver reset the device: nothing of what it had in flight counts. */
+static void vhu_inflight_drop(struct vhu_frontend *f)
+{
+	if (f->ifl_fd >= 0)
+		close(f->ifl_fd);
+	f->ifl_fd = -1;
+}
+
 /*
  * INFLIGHT_SHMFD: the back-end records in a region brisk keeps the
  * requests it has taken and not answered, so that one restarted after a
@@ -384,20 +392,17 @@ static int vhu_inflight_set(struct vhu_frontend *f)
 		f->ifl = r.payload.inflight;
 		f->ifl_fd = vhost_user_take_fd(&r, 0);
 		vhost_user_close_fds(&r);
+		/* Size 0: a back-end that keeps no region after all (QEMU reads it so). */
+		if (!f->ifl.mmap_size) {
+			vhu_inflight_drop(f);
+			return 0;
+		}
 		if (f->ifl_fd < 0)
 			return vhost_user_fail(&f->err, "GET_INFLIGHT_FD: no region came with "
 					       "the answer");
 	}
 	return vhu_call(f, VHOST_USER_SET_INFLIGHT_FD, &f->ifl, sizeof(f->ifl), &f->ifl_fd, 1,
 			NULL);
-}
-
-/* The driver reset the device: nothing of what it had in flight counts. */
-static void vhu_inflight_drop(struct vhu_frontend *f)
-{
-	if (f->ifl_fd >= 0)
-		close(f->ifl_fd);
-	f->ifl_fd = -1;
 }
 
 static bool vhu_enables(const struct vhu_frontend *f)
@@ -455,9 +460,22 @@ void vhu_frontend_stop(struct vhu_frontend *f)
 		memset(f->started, 0, vdev->nr_queues * sizeof(*f->started));
 		return;
 	}
+	/*
+	 * A back-end may finish a ring's requests before it answers either
+	 * message (brisk's own does so for SET_VRING_ENABLE 0), which may take
+	 * as long as its disk does; until then it may still write guest
+	 * memory, so the guest's reset waits for those answers, however long.
+	 * Or for a hang-up: a back-end process that ends lets go of its memory
+	 * before its socket closes.  Or for brisk to stop the VM; from then
+	 * on the usual time limit.
+	 */
 	for (unsigned q = 0; q < vdev->nr_queues; q++) {
+		struct vhost_user_vring_state s = { q, 0 };
+
 		if (f->started[q] && vhu_enables(f) &&
-		    vhu_call_state(f, VHOST_USER_SET_VRING_ENABLE, q, 0) < 0) {
+		    vhost_user_call_held(f->sock, VHOST_USER_SET_VRING_ENABLE, &s, sizeof(s),
+					 f->protocol & F(VHOST_USER_PROTOCOL_F_REPLY_ACK), NULL,
+					 f->timeout_ms, f->vm_stop_fd, &f->err, &f->gone) < 0) {
 			vhu_fail(f);
 			return;
 		}
@@ -467,14 +485,6 @@ void vhu_frontend_stop(struct vhu_frontend *f)
 
 		if (!f->started[q])
 			continue;
-		/*
-		 * The back-end answers once it has finished the ring's requests,
-		 * which may take as long as its disk does; until then it may
-		 * still write guest memory, so the guest's reset waits for that
-		 * answer, however long.  Or for a hang-up: a back-end process
-		 * that ends lets go of its memory before its socket closes.  Or
-		 * for brisk to stop the VM; from then on the usual time limit.
-		 */
 		if (vhost_user_call_held(f->sock, VHOST_USER_GET_VRING_BASE, &s, sizeof(s),
 					 false, &r, f->timeout_ms, f->vm_stop_fd, &f->err,
 					 &f->gone) < 0) {
@@ -537,7 +547,19 @@ static int vhu_resume(struct vhu_frontend *f)
 	}
 	if (!(vdev->status & VIRTIO_CONFIG_S_DRIVER_OK) || vdev->broken)
 		return 0;
-	return vhu_rings_start(f, true);
+	if (vhu_rings_start(f, true) < 0)
+		return -1;
+	/*
+	 * The old back-end may have used buffers it never signalled: each
+	 * ring's interrupt once, perhaps for nothing, so that the driver looks.
+	 */
+	for (unsigned q = 0; q < vdev->nr_queues; q++) {
+		int call = vdev->transport->queue_irqfd ? vdev->transport->queue_irqfd(vdev, q) : -1;
+
+		if (f->started[q] && call >= 0)
+			eventfd_write(call, 1);
+	}
+	return 0;
 }
 
 static void vhu_reconnect(struct vhu_frontend *f)

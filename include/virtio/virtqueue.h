@@ -191,6 +191,7 @@ struct vq_inflight_region {
 struct vq_inflight {
 	struct vq_inflight_region *region;	/* shared: written, never trusted */
 	uint64_t counter;
+	bool taken_up;		/* from a previous back-end, not fresh */
 	uint16_t nresubmit, resubmitted;
 	uint16_t resubmit[VIRTQUEUE_MAX_SIZE];	/* heads to pop first, in order */
 	uint16_t batch[VIRTQUEUE_MAX_SIZE];	/* heads filled since the last flush */
@@ -201,12 +202,13 @@ size_t virtqueue_inflight_size(unsigned int num);
 /*
  * After virtqueue_enable() and virtqueue_set_base(): tracks the ring's
  * requests in region (size bytes, which may hold anything).  A zeroed
- * region starts afresh.  One a previous back-end used is taken up: its
- * last batch is settled against the used ring, the heads it had taken
- * and not used are popped again first, in the order it took them, and
- * the available ring continues after everything it took.  NULL, or why
- * the region does not fit the ring (nothing changed).  A packed ring is
- * not tracked: NULL, and nothing changed.
+ * region starts afresh, where the base said.  One a previous back-end
+ * used is taken up (ifl->taken_up): its last batch is settled against
+ * the used ring, the heads it had taken and not used are popped again
+ * first, in the order it took them, and the available ring continues
+ * after everything it took, whatever the base said.  NULL, or why the
+ * region does not fit the ring: the ring is then not tracked, though the
+ * region may have been written.  A packed ring is not tracked: NULL.
  */
 const char *virtqueue_inflight_attach(struct virtqueue *vq, struct vq_inflight *ifl,
 				      void *region, size_t size);

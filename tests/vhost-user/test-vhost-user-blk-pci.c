@@ -97,9 +97,15 @@ struct fake_be {
 	uint32_t base[FB_RINGS];	/* GET_VRING_BASE answers */
 	/* faults: request types to refuse, to answer as another, to hang up at */
 	uint32_t nack, garble, hangup;
-	/* GET_VRING_BASE's answer waits for fb_answer_held() */
-	bool hold_base, holding;
+	/*
+	 * hold_req's answer (GET_VRING_BASE's, or SET_VRING_ENABLE 0's ack)
+	 * waits for fb_answer_held()
+	 */
+	uint32_t hold_req;
+	bool holding;
 	struct vhost_user_msg held;
+	union vhost_user_payload held_reply;
+	uint32_t held_size;
 	/* what it was told */
 	uint64_t negotiated;	/* SET_PROTOCOL_FEATURES */
 	struct fb_msg log[FB_LOG];
@@ -107,6 +113,7 @@ struct fake_be {
 	int kick[FB_RINGS], call[FB_RINGS], mem_fd;
 	/* INFLIGHT_SHMFD: the inode of the last region made, and of the last one given */
 	ino_t ifl_made, ifl_given;
+	bool ifl_none;		/* answer GET_INFLIGHT_FD with no region (size 0) */
 };
 
 static void fb_close_fds(struct fake_be *fb)
@@ -151,7 +158,7 @@ static void fb_inflight_make(struct fake_be *fb, const struct vhost_user_msg *m)
 	struct vhost_user_err e;
 	struct stat st;
 
-	in.mmap_size = in.num_queues * (16 + 16 * (uint64_t)in.queue_size);
+	in.mmap_size = fb->ifl_none ? 0 : in.num_queues * (16 + 16 * (uint64_t)in.queue_size);
 	in.mmap_offset = 0;
 	if (fd < 0 || ftruncate(fd, (off_t)in.mmap_size) < 0 || fstat(fd, &st) < 0) {
 		perror("fb inflight");
@@ -160,8 +167,18 @@ static void fb_inflight_make(struct fake_be *fb, const struct vhost_user_msg *m)
 	fb->ifl_made = st.st_ino;
 	vhost_user_msg_init(&r, m->hdr.request, VHOST_USER_FLAG_REPLY, sizeof(in));
 	r.payload.inflight = in;
-	vhost_user_send(fb->sock, &r, &fd, 1, 1000, &e);
+	vhost_user_send(fb->sock, &r, &fd, !fb->ifl_none, 1000, &e);
 	close(fd);
+}
+
+/* As a back-end whose disk has not yet finished the ring's requests. */
+static void fb_hold(struct fake_be *fb, const struct vhost_user_msg *m, const void *p,
+		    uint32_t size)
+{
+	fb->held = *m;
+	memcpy(&fb->held_reply, p, size);
+	fb->held_size = size;
+	fb->holding = true;
 }
 
 /* One request, logged and answered; false when it hung up on it. */
@@ -205,14 +222,10 @@ static bool fb_handle(struct fake_be *fb, struct vhost_user_msg *m)
 		struct vhost_user_vring_state s = m->payload.state;
 
 		s.num = fb->base[s.index % FB_RINGS];
-		if (fb->hold_base) {
-			/* As a back-end whose disk has not yet finished the ring's requests. */
-			fb->held = *m;
-			fb->held.payload.state = s;
-			fb->holding = true;
-			break;
-		}
-		fb_reply(fb, m, &s, sizeof(s));
+		if (req == fb->hold_req)
+			fb_hold(fb, m, &s, sizeof(s));
+		else
+			fb_reply(fb, m, &s, sizeof(s));
 		break;
 	}
 	case VHOST_USER_SET_VRING_KICK:
@@ -237,7 +250,10 @@ static bool fb_handle(struct fake_be *fb, struct vhost_user_msg *m)
 		break;
 	}
 	}
-	if (ack)
+	if (ack && req == fb->hold_req && req == VHOST_USER_SET_VRING_ENABLE &&
+	    !m->payload.state.num)
+		fb_hold(fb, m, &nak, 8);
+	else if (ack)
 		fb_reply(fb, m, &nak, 8);
 	vhost_user_close_fds(m);
 	return true;
@@ -408,7 +424,7 @@ static void fb_answer_held(struct fake_be *fb)
 {
 	pthread_mutex_lock(&fb->lock);
 	if (fb->holding && fb->sock >= 0)
-		fb_reply(fb, &fb->held, &fb->held.payload.state, sizeof(fb->held.payload.state));
+		fb_reply(fb, &fb->held, &fb->held_reply, fb->held_size);
 	fb->holding = false;
 	pthread_mutex_unlock(&fb->lock);
 }
@@ -824,14 +840,15 @@ static bool resetter_done(struct resetter *r)
 enum held_end { ANSWERED, HUNG_UP, VM_STOPPED };
 
 /*
- * Until it answers GET_VRING_BASE the back-end may still write guest
+ * Until it answers GET_VRING_BASE (or, as brisk's does, the ack of
+ * SET_VRING_ENABLE 0, held_req) the back-end may still write guest
  * memory: the guest's reset waits for that answer however long it takes,
  * past the front-end's reply timeout (100 ms here).  It ends with the
  * answer; with the back-end hanging up (its process is gone, and its
  * mappings with it); or once brisk stops the VM, then after the timeout,
  * so that the vCPU can stop.
  */
-static void test_reset_held(enum held_end end)
+static void test_reset_held(enum held_end end, uint32_t held_req)
 {
 	struct resetter r = { 0 };
 	struct fake_be fb;
@@ -842,7 +859,7 @@ static void test_reset_held(enum held_end end)
 	int n, hung_up, stalled;
 
 	fb_init(&fb);
-	fb.hold_base = true;
+	fb.hold_req = held_req;
 	t = machine_fb(&fb, "", 1);
 	CHECK(t && vdev_find(t, 0, &d));
 	if (!t)
@@ -891,6 +908,36 @@ static void test_reset_held(enum held_end end)
 	else	/* the shutdown's own line, then the stall that ended the wait */
 		CHECK(n == 2 && stalled == 1);
 	/* Whatever ended the wait, the guest's reset is complete. */
+	machine_free(t);
+out:
+	fb_stop(&fb);
+}
+
+/*
+ * A back-end that offers INFLIGHT_SHMFD and then has no region to give
+ * (size 0, no fd, as libvhost-user answers when it cannot make one) is
+ * served without one, as QEMU's front-end does.
+ */
+static void test_inflight_none(void)
+{
+	struct fake_be fb;
+	struct tmachine *t;
+	struct fb_msg m;
+	struct vdev d;
+	struct gq q;
+
+	fb_init(&fb);
+	fb.protocol |= P_INFLIGHT;
+	fb.ifl_none = true;
+	t = machine_fb(&fb, "", 1);
+	CHECK(t && vdev_find(t, 0, &d));
+	if (!t)
+		goto out;
+	vdev_init(&d, &q, 1, 16, ~0ull);
+	CHECK(!status_broken(&d));
+	CHECK(fb_find(&fb, VHOST_USER_GET_INFLIGHT_FD, 0, 0, &m));
+	CHECK(!fb_find(&fb, VHOST_USER_SET_INFLIGHT_FD, 0, 0, &m));
+	CHECK(fb_find(&fb, VHOST_USER_SET_VRING_ENABLE, 0, 0, &m) && m.p.state.num == 1);
 	machine_free(t);
 out:
 	fb_stop(&fb);
@@ -986,6 +1033,8 @@ static void test_reconnect(enum ring_past past)
 		int kick = fb.kick[0], call = fb.call[0];
 
 		pthread_mutex_unlock(&fb.lock);
+		/* What the old back-end used and did not signal: the driver looks once. */
+		CHECK(irq_take(&d, 1, WAIT_MS) > 0);
 		gq_kick(&q);
 		CHECK(fd_fired(kick));
 		eventfd_write(call, 1);
@@ -1191,9 +1240,11 @@ int main(int argc, char **argv)
 	RUN(test_bad_reply(VHOST_USER_SET_VRING_ADDR, 0));
 	RUN(test_bad_reply(0, VHOST_USER_SET_FEATURES));
 	RUN(test_hang_up());
-	RUN(test_reset_held(ANSWERED));
-	RUN(test_reset_held(HUNG_UP));
-	RUN(test_reset_held(VM_STOPPED));
+	RUN(test_reset_held(ANSWERED, VHOST_USER_GET_VRING_BASE));
+	RUN(test_reset_held(ANSWERED, VHOST_USER_SET_VRING_ENABLE));
+	RUN(test_reset_held(HUNG_UP, VHOST_USER_GET_VRING_BASE));
+	RUN(test_reset_held(VM_STOPPED, VHOST_USER_GET_VRING_BASE));
+	RUN(test_inflight_none());
 	RUN(test_reconnect(SPLIT_USED));
 	RUN(test_reconnect(PACKED_UNUSED));
 	RUN(test_reconnect(PACKED_USED));

@@ -852,7 +852,73 @@ static bool test_inflight_resubmits(bool settled)
 	return true;
 }
 
-enum ifl_bad { IFL_SIZE, IFL_FLAG, IFL_BATCH, IFL_UNSEALED, IFL_SHORT, IFL_QUEUES };
+/*
+ * A region taken up with nothing left to serve still brings the ring's
+ * interrupt once: the old back-end may have published a used batch and
+ * died before it signalled it.
+ */
+static bool test_inflight_signals(void)
+{
+	struct pollfd p;
+	struct conn k;
+	struct ifl i;
+	struct ifl_ring *r;
+	struct vring_used *used;
+	int h[2];
+
+	CHECK(conn_prepare(&k, false, MEMORY) == 0);
+	REQUIRE(ifl_get(&k, &i));
+	for (unsigned s = 0; s < 2; s++) {
+		h[s] = vuf_blk_add(&k.d[0], s, VUF_BLK_T_IN, s * 8, 4096, false);
+		REQUIRE(h[s] >= 0);
+	}
+	used = drv_ptr(&k.d[0], k.d[0].device);
+	used->ring[0] = (struct vring_used_elem){ (uint32_t)h[0], 4097 };
+	used->ring[1] = (struct vring_used_elem){ (uint32_t)h[1], 4097 };
+	used->idx = 2;
+	r = ifl_ring(&i, 0);
+	r->version = 1;
+	r->desc_num = RING;
+	r->used_idx = 2;
+	CHECK(ifl_set(&k, &i, i.size, NQ) == 0);
+	CHECK(conn_start(&k, 2) == 0);
+	p = (struct pollfd){ .fd = k.call[0], .events = POLLIN };
+	CHECK(poll(&p, 1, WAIT_MS) == 1);
+	/* Nothing was served again. */
+	CHECK(reap(&k, 0, 3, NULL, 200) == 2);
+	conn_close(&k);
+	ifl_put(&i);
+	return true;
+}
+
+/*
+ * A fresh region takes the ring where SET_VRING_BASE says: the two
+ * requests before the base were the front-end's to forget.
+ */
+static bool test_inflight_fresh_keeps_base(void)
+{
+	struct conn k;
+	struct ifl i;
+	uint16_t id;
+	int h[3];
+
+	CHECK(conn_prepare(&k, false, MEMORY) == 0);
+	REQUIRE(ifl_get(&k, &i));
+	for (unsigned s = 0; s < 3; s++) {
+		h[s] = vuf_blk_add(&k.d[0], s, VUF_BLK_T_IN, s * 8, 4096, false);
+		REQUIRE(h[s] >= 0);
+	}
+	CHECK(ifl_set(&k, &i, i.size, NQ) == 0);
+	CHECK(conn_start(&k, 2) == 0);
+	kick(&k, 0);
+	CHECK(reap(&k, 0, 1, &id, WAIT_MS) == 1 && id == h[2]);
+	CHECK(reap(&k, 0, 1, NULL, 200) == 0);
+	conn_close(&k);
+	ifl_put(&i);
+	return true;
+}
+
+enum ifl_bad { IFL_SIZE, IFL_FLAG, IFL_BATCH, IFL_UNSEALED, IFL_SHORT, IFL_QUEUES, IFL_ALIGN };
 
 /* A region that cannot be the ring's ends the connection with one line. */
 static bool test_inflight_hostile(enum ifl_bad bad, const char *says)
@@ -892,6 +958,10 @@ static bool test_inflight_hostile(enum ifl_bad bad, const char *says)
 		break;
 	case IFL_QUEUES:
 		queues = NQ + 1;
+		break;
+	case IFL_ALIGN:
+		/* Big enough for each ring, but the second one's counters unaligned. */
+		size = NQ * (16 + 16 * (uint64_t)RING) + 2;
 		break;
 	}
 	capture_begin();
@@ -1371,6 +1441,9 @@ int main(void)
 	RUN(test_inflight_hostile(IFL_UNSEALED, "could shrink"));
 	RUN(test_inflight_hostile(IFL_SHORT, "too few"));
 	RUN(test_inflight_hostile(IFL_QUEUES, "3 queues of 64 entries"));
+	RUN(test_inflight_hostile(IFL_ALIGN, "aligned rings"));
+	RUN(test_inflight_signals());
+	RUN(test_inflight_fresh_keeps_base());
 	RUN(test_guest_error());
 	for (size_t i = 0; i < sizeof(hostile_cases) / sizeof(hostile_cases[0]); i++)
 		RUN(test_hostile(&hostile_cases[i]));

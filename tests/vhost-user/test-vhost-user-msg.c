@@ -336,7 +336,10 @@ static void test_check_reply(void)
 	CHECK(vhost_user_check_reply(&m, VHOST_USER_GET_VRING_BASE, &e) == 0);
 	mk(&m, VHOST_USER_GET_INFLIGHT_FD, 1 | 4, 24, 1);
 	CHECK(vhost_user_check_reply(&m, VHOST_USER_GET_INFLIGHT_FD, &e) == 0);
+	/* No region (size 0) comes without one: libvhost-user's answer when it has none. */
 	mk(&m, VHOST_USER_GET_INFLIGHT_FD, 1 | 4, 24, 0);
+	CHECK(vhost_user_check_reply(&m, VHOST_USER_GET_INFLIGHT_FD, &e) == 0);
+	mk(&m, VHOST_USER_GET_INFLIGHT_FD, 1 | 4, 24, 2);
 	CHECK(vhost_user_check_reply(&m, VHOST_USER_GET_INFLIGHT_FD, &e) == -1);
 	/* A failed GET_CONFIG is an empty reply. */
 	mk(&m, VHOST_USER_GET_CONFIG, 1 | 4, 0, 0);
