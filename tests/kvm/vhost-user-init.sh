@@ -11,6 +11,10 @@
 #                  jobs per disk of MIB each, one per vCPU (so per queue)
 #   vu.pause=1     say "VU idle", wait for a console line, then fio verify
 #                  only (what the first run wrote) and a fresh run
+#   vu.busy=MIB    on the disk of MIB MiB, fio random writes with verify
+#                  (8 MiB at 16 MiB); once 100 writes are done, say "VU
+#                  busy" and wait for a console line (the host kills that
+#                  disk's back-end meanwhile), then "VU fio busy rc=N"
 #   vu.write=N     N rounds: per disk, 1 MiB of random data at MiB 64+i,
 #                  O_DIRECT and flushed, then "VU acked DISK MIB MD5"
 # then power off.
@@ -86,6 +90,28 @@ if [ -n "$mib" ]; then
 		say resumed
 		fio_run verify-only --verify_only
 		fio_run again --randseed=7
+	fi
+	busy=$(arg busy)
+	if [ -n "$busy" ]; then
+		for v in $disks; do
+			[ $(($(cat "/sys/block/$v/size") / 2048)) = "$busy" ] && bdev=$v
+		done
+		fio --name=busy --filename="/dev/$bdev" --rw=randwrite --bs=4k --ioengine=libaio \
+			--iodepth=16 --direct=1 --verify=crc32c --verify_fatal=1 --size=8M \
+			--offset=16M >/tmp/busy.out 2>&1 &
+		fpid=$!
+		# Writes completed (field 5 of stat): fio is under way, requests out.
+		i=0
+		while [ "$(awk '{ print $5 }' "/sys/block/$bdev/stat")" -lt 100 ] &&
+		      kill -0 $fpid 2>/dev/null && [ $i -lt 600 ]; do
+			i=$((i + 1))
+			sleep 0.1
+		done
+		say busy
+		read -r line
+		wait $fpid
+		say fio busy rc=$?
+		grep -i "err\|verify" /tmp/busy.out | head -n 5 | sed 's/^/VU fio-out /'
 	fi
 	# Which queue's vector each disk's interrupts came on.
 	grep 'virtio[0-9]*-req' /proc/interrupts |
