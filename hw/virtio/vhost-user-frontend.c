@@ -454,7 +454,7 @@ void vhu_frontend_stop(struct vhu_frontend *f)
 	struct virtio_device *vdev = f->vdev;
 	struct vhost_user_msg r;
 
-	vhu_inflight_drop(f);
+	vhu_inflight_drop(f);	/* the driver's next start asks for a fresh one */
 	/* A back-end that went away took its rings with it. */
 	if (f->sock < 0 || f->dropped) {
 		memset(f->started, 0, vdev->nr_queues * sizeof(*f->started));
