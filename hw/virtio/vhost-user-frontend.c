@@ -40,7 +40,7 @@
 #include "virtio/virtio_ring.h"
 
 #define F(bit) (1ull << (bit))
-/* A reply must come within this, except GET_VRING_BASE's (vhu_frontend_stop). */
+/* A reply must come within this, except those vhu_call_held() waits for. */
 #define VHU_TIMEOUT_MS 30000
 #define VHU_PROTOCOL (F(VHOST_USER_PROTOCOL_F_MQ) | F(VHOST_USER_PROTOCOL_F_REPLY_ACK) | \
 		      F(VHOST_USER_PROTOCOL_F_CONFIG) | F(VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
@@ -84,6 +84,17 @@ static int vhu_call(struct vhu_frontend *f, uint32_t req, const void *payload,
 	return vhost_user_call(f->sock, req, payload, size, fds, nfds,
 			       f->protocol & F(VHOST_USER_PROTOCOL_F_REPLY_ACK), reply,
 			       f->timeout_ms, &f->err, &f->gone);
+}
+
+/*
+ * vhu_call() for an answer that comes once the back-end has finished a
+ * ring's requests: no time limit until the VM stops (vhost_user_call_held).
+ */
+static int vhu_call_held(struct vhu_frontend *f, uint32_t req, const void *payload,
+			 uint32_t size, bool ack, struct vhost_user_msg *reply)
+{
+	return vhost_user_call_held(f->sock, req, payload, size, ack, reply, f->timeout_ms,
+				    f->vm_stop_fd, &f->err, &f->gone);
 }
 
 static int vhu_call_u64(struct vhu_frontend *f, uint32_t req, uint64_t v)
@@ -473,9 +484,8 @@ void vhu_frontend_stop(struct vhu_frontend *f)
 		struct vhost_user_vring_state s = { q, 0 };
 
 		if (f->started[q] && vhu_enables(f) &&
-		    vhost_user_call_held(f->sock, VHOST_USER_SET_VRING_ENABLE, &s, sizeof(s),
-					 f->protocol & F(VHOST_USER_PROTOCOL_F_REPLY_ACK), NULL,
-					 f->timeout_ms, f->vm_stop_fd, &f->err, &f->gone) < 0) {
+		    vhu_call_held(f, VHOST_USER_SET_VRING_ENABLE, &s, sizeof(s),
+				  f->protocol & F(VHOST_USER_PROTOCOL_F_REPLY_ACK), NULL) < 0) {
 			vhu_fail(f);
 			return;
 		}
@@ -485,9 +495,7 @@ void vhu_frontend_stop(struct vhu_frontend *f)
 
 		if (!f->started[q])
 			continue;
-		if (vhost_user_call_held(f->sock, VHOST_USER_GET_VRING_BASE, &s, sizeof(s),
-					 false, &r, f->timeout_ms, f->vm_stop_fd, &f->err,
-					 &f->gone) < 0) {
+		if (vhu_call_held(f, VHOST_USER_GET_VRING_BASE, &s, sizeof(s), false, &r) < 0) {
 			vhu_fail(f);
 			return;
 		}
@@ -668,8 +676,7 @@ void vhu_frontend_free(struct vhu_frontend *f)
 		close(f->sock);
 	if (f->stop_fd >= 0)
 		close(f->stop_fd);
-	if (f->ifl_fd >= 0)
-		close(f->ifl_fd);
+	vhu_inflight_drop(f);
 	free(f->started);
 	free(f->path);
 	free(f);
