@@ -125,13 +125,6 @@ MiB=1048576
 
 . "$here/../include/tap.sh"
 . "$here/../include/pty.sh"
-dump=0
-check() { # check COND-STATUS DESCRIPTION [DETAIL]
-	if [ "$1" -eq 0 ]; then tap_check "$2" true; return 0; fi
-	tap_fail "$2${3:+: $3}"
-	dump=1
-	return 1
-}
 
 # mkdisk FILE BYTES [PAT@MIB]...: a sparse image with host patterns in it.
 mkdisk() {
@@ -305,7 +298,7 @@ finish_boot() { # finish_boot NAME
 	check_no_sanitizer "$1"
 	# On stderr as well: a test runner shows a failed test's stderr, not
 	# its TAP comments.
-	if [ "$dump" -ne 0 ]; then
+	if [ "$tap_dirty" -ne 0 ]; then
 		sed 's/^/#   /' "$log" | tail -n 40
 		sed 's/^/#   stderr: /' "$log.err" | tail -n 10
 		{
@@ -314,11 +307,11 @@ finish_boot() { # finish_boot NAME
 			tail -n 10 "$log.err"
 		} >&2
 	fi
-	dump=0
+	tap_dirty=0
 }
 
 expect_exit() { # expect_exit NAME STATUS
-	check $((vm_rc != $2)) "$1: exit status $2" "got $vm_rc${3:-}$(vm_failure | sed 's/^/: /')"
+	tap_status $((vm_rc != $2)) "$1: exit status $2" "got $vm_rc${3:-}$(vm_failure | sed 's/^/: /')"
 }
 
 # Any report of ASan, UBSan or LSan on brisk's stderr fails the boot,
@@ -326,39 +319,39 @@ expect_exit() { # expect_exit NAME STATUS
 check_no_sanitizer() { # check_no_sanitizer NAME
 	local l
 	l=$(grep -m 3 -E 'runtime error:|ERROR: [A-Za-z]*Sanitizer|SUMMARY: [A-Za-z]*Sanitizer' "$log.err")
-	check $([ -z "$l" ]; echo $?) "$1: no sanitizer report on brisk's stderr" "$(echo "$l" | tr '\n' ' ')"
+	tap_status $([ -z "$l" ]; echo $?) "$1: no sanitizer report on brisk's stderr" "$(echo "$l" | tr '\n' ' ')"
 }
 
 check_disk() { # check_disk NAME SERIAL FILE RO [MQ]
 	local l sectors size ro mq
 	l=$(blk_lines | grep "^disk vd[a-z]* serial=$2 " | head -n 1)
-	check $([ -n "$l" ]; echo $?) "$1: guest sees a disk with serial '$2'" || return
+	tap_status $([ -n "$l" ]; echo $?) "$1: guest sees a disk with serial '$2'" || return
 	size=$(stat -c %s "$3")
 	sectors=$(echo "$l" | sed -n 's/.* sectors=\([0-9]*\).*/\1/p')
-	check $(( ${sectors:-0} * 512 != size )) "$1: '$2' size == file size $size" "got ${sectors:-?} sectors"
+	tap_status $(( ${sectors:-0} * 512 != size )) "$1: '$2' size == file size $size" "got ${sectors:-?} sectors"
 	ro=$(echo "$l" | sed -n 's/.* ro=\([0-9]*\).*/\1/p')
-	check $(( ${ro:-9} != $4 )) "$1: '$2' ro == $4" "got '$ro'"
+	tap_status $(( ${ro:-9} != $4 )) "$1: '$2' ro == $4" "got '$ro'"
 	if [ -n "${5:-}" ]; then
 		mq=$(echo "$l" | sed -n 's/.* mq=\([0-9]*\).*/\1/p')
-		check $(( ${mq:-0} != $5 )) "$1: '$2' has $5 entries in mq/" "got '$mq'"
+		tap_status $(( ${mq:-0} != $5 )) "$1: '$2' has $5 entries in mq/" "got '$mq'"
 	fi
 }
 
 check_gwrite() { # check_gwrite NAME SERIAL FILE MIB PAT: guest wrote PAT there
 	local rc
 	rc=$(blk_lines | sed -n "s/^write $2 $4 rc=//p" | head -n 1)
-	check $([ "$rc" = 0 ]; echo $?) "$1: guest write to '$2' at ${4} MiB succeeded" "rc '${rc}'"
+	tap_status $([ "$rc" = 0 ]; echo $?) "$1: guest write to '$2' at ${4} MiB succeeded" "rc '${rc}'"
 	region_is "$3" "$4" "$5"
-	check $? "$1: host file $(basename "$3") holds the guest's pattern at $4 MiB"
+	tap_status $? "$1: host file $(basename "$3") holds the guest's pattern at $4 MiB"
 	region_is "$3" $(($4 - 1)) zero && region_is "$3" $(($4 + 1)) zero
-	check $? "$1: the MiB either side of it are untouched"
+	tap_status $? "$1: the MiB either side of it are untouched"
 }
 
 check_gread() { # check_gread NAME SERIAL MIB PAT: guest read PAT there
 	local got want
 	got=$(blk_lines | sed -n "s/^read $2 $3 md5=//p" | head -n 1)
 	want=$(md5sum <"$outdir/$4" | cut -d' ' -f1)
-	check $([ "$got" = "$want" ]; echo $?) "$1: guest reads the host's pattern from '$2' at $3 MiB" \
+	tap_status $([ "$got" = "$want" ]; echo $?) "$1: guest reads the host's pattern from '$2' at $3 MiB" \
 		"md5 '$got', want '$want'"
 }
 
@@ -393,7 +386,7 @@ if want split; then
 		-device virtio-blk-pci,drive=d3,serial=brisk-snap
 	expect_exit $b 0
 	grep -qx BLK-DONE "$log"
-	check $? "$b: guest finished its work"
+	tap_status $? "$b: guest finished its work"
 	check_disk $b brisk-a a.raw 0
 	check_disk $b brisk-b b.raw 0
 	check_disk $b brisk-ro c.raw 1
@@ -405,12 +398,12 @@ if want split; then
 	for k in rowrite rowrite-buffered; do
 		l=$(blk_lines | grep "^$k brisk-ro ")
 		rc=$(echo "$l" | sed -n 's/.* rc=\([0-9]*\).*/\1/p')
-		check $([ -n "$rc" ] && [ "$rc" != 0 ]; echo $?) "$b: $k to the read-only disk fails" "'$l'"
+		tap_status $([ -n "$rc" ] && [ "$rc" != 0 ]; echo $?) "$b: $k to the read-only disk fails" "'$l'"
 		echo "# $l"
 	done
-	check $([ "$(md5sum <c.raw)" = "$c_sum" ]; echo $?) "$b: read-only disk file unchanged"
+	tap_status $([ "$(md5sum <c.raw)" = "$c_sum" ]; echo $?) "$b: read-only disk file unchanged"
 	check_gread $b brisk-snap 3 pa
-	check $([ "$(md5sum <s.raw)" = "$s_sum" ]; echo $?) "$b: snapshot=on disk's image unchanged"
+	tap_status $([ "$(md5sum <s.raw)" = "$s_sum" ]; echo $?) "$b: snapshot=on disk's image unchanged"
 	finish_boot $b
 
 	# -snapshot, for every drive (QEMU CI lines use it): the guest reads
@@ -426,9 +419,9 @@ if want split; then
 		-device virtio-blk-pci,drive=d0,serial=brisk-g
 	expect_exit $b 0
 	grep -qx BLK-DONE "$log"
-	check $? "$b: guest finished its work"
+	tap_status $? "$b: guest finished its work"
 	check_gread $b brisk-g 3 pa
-	check $([ "$(md5sum <g.raw)" = "$g_sum" ]; echo $?) "$b: -snapshot: the image is unchanged"
+	tap_status $([ "$(md5sum <g.raw)" = "$g_sum" ]; echo $?) "$b: -snapshot: the image is unchanged"
 	finish_boot $b
 fi
 
@@ -446,7 +439,7 @@ if want packed; then
 		-drive file=q.raw,if=virtio,format=raw
 	expect_exit $b 0
 	grep -qx BLK-DONE "$log"
-	check $? "$b: guest finished its work"
+	tap_status $? "$b: guest finished its work"
 	check_disk $b brisk-p p.raw 0 2
 	check_disk $b "" q.raw 0
 	check_gwrite $b brisk-p p.raw 6 pb
@@ -560,22 +553,22 @@ if want durable; then
 		-device virtio-blk-pci,drive=d0,serial=brisk-wb \
 		-drive file="$ndev",if=none,id=d1,format=raw,aio=io_uring,cache=none \
 		-device virtio-blk-pci,drive=d1,packed=on,serial=brisk-nc
-	check $((vm_killed != 1)) "$b: guest reported its sync, brisk killed then"
-	check $((vm_rc != 137)) "$b: brisk died of SIGKILL" "exit $vm_rc"
+	tap_status $((vm_killed != 1)) "$b: guest reported its sync, brisk killed then"
+	tap_status $((vm_rc != 137)) "$b: brisk died of SIGKILL" "exit $vm_rc"
 	if [ -z "$logw_why" ]; then
 		for s in wb:$wimg:pa nc:$nimg:pb; do
 			ser=brisk-${s%%:*} f=${s#*:}; f=${f%:*} p=${s##*:}
 			logw_down "${s%%:*}"
-			check $? "$b: $ser's dm-log-writes device marked at the kill and removed"
+			tap_status $? "$b: $ser's dm-log-writes device marked at the kill and removed"
 			rm -f "$f.cut"
 			truncate -s $((64 * MiB)) "$f.cut"
 			out=$("$here/lib/log-writes-replay" "$f.log" "$f.cut" killed 2>&1)
-			check $? "$b: $ser's dm-log-writes log replays up to the kill"
+			tap_status $? "$b: $ser's dm-log-writes log replays up to the kill"
 			printf '%s\n' "$out" | sed "s/^/# $b: $ser: /"
 			bad=
 			for m in 3 4 5 9; do region_is "$f.cut" $m $p || bad="$bad $m"; done
 			region_is "$f.cut" 10 pc || bad="$bad 10"
-			check $([ -z "$bad" ]; echo $?) \
+			tap_status $([ -z "$bad" ]; echo $?) \
 				"$b: every synced byte is on the disk after a power cut at the kill (cache=${ser#brisk-})" \
 				"MiB$bad differ"
 		done
@@ -586,14 +579,14 @@ if want durable; then
 	for s in wb:$wimg:pa nc:$nimg:pb; do
 		ser=brisk-${s%%:*} f=${s#*:}; f=${f%:*} p=${s##*:}
 		rcs=$(blk_lines | sed -n "s/^dwrite $ser [0-9]* rc=//p" | sort -u | tr '\n' ' ')
-		check $([ "$rcs" = "0 " ]; echo $?) "$b: buffered writes to '$ser' succeeded" "rc '$rcs'"
+		tap_status $([ "$rcs" = "0 " ]; echo $?) "$b: buffered writes to '$ser' succeeded" "rc '$rcs'"
 		bad=
 		for m in 3 4 5 9; do region_is "$f" $m $p || bad="$bad $m"; done
 		region_is "$f" 10 pc || bad="$bad 10"
-		check $([ -z "$bad" ]; echo $?) "$b: every synced byte is in ${f##*/} (cache=${ser#brisk-})" "MiB$bad differ"
+		tap_status $([ -z "$bad" ]; echo $?) "$b: every synced byte is in ${f##*/} (cache=${ser#brisk-})" "MiB$bad differ"
 		bad=
 		for m in 2 6 8 11; do region_is "$f" $m zero || bad="$bad $m"; done
-		check $([ -z "$bad" ]; echo $?) "$b: nothing else changed in ${f##*/}" "MiB$bad differ"
+		tap_status $([ -z "$bad" ]; echo $?) "$b: nothing else changed in ${f##*/}" "MiB$bad differ"
 	done
 	logw_teardown
 	finish_boot $b
@@ -614,30 +607,30 @@ if want reset; then
 		-device virtio-blk-pci,drive=d1,packed=on,num-queues=2,queue-size=1024,serial=brisk-r2
 	expect_exit $b 0
 	grep -qx BLK-DONE "$log"
-	check $? "$b: guest finished its work"
+	tap_status $? "$b: guest finished its work"
 	blk_lines | grep '^\(hard\)\{0,1\}reset ' | sed 's/^/# /'
 	# Every reset must have hit a busy device: reads and writes in flight
 	# at the moment of the unbind (or of the status write).
 	for k in "reset brisk-r1" "reset brisk-r2" "hardreset brisk-r2"; do
 		want=1; [ "$k" = "reset brisk-r1" ] && want=2
 		got=$(blk_lines | grep -c "^$k inflight=reads:[1-9][0-9]*,writes:[1-9][0-9]* wrote=yes ")
-		check $((got != want)) "$b: $k: reads and writes in flight, a write done, at each of $want" \
+		tap_status $((got != want)) "$b: $k: reads and writes in flight, a write done, at each of $want" \
 			"$(blk_lines | grep "^$k inflight=" | tr '\n' ' ')"
 	done
 	for s in brisk-r1:r.raw:pb brisk-r2:s.raw:pc; do
 		ser=${s%%:*} f=${s#*:}; f=${f%:*} p=${s##*:}
 		got=$(blk_lines | grep -c "^reset $ser unbind rc=0 gone=yes")
 		want=1; [ "$ser" = brisk-r1 ] && want=2
-		check $((got != want)) "$b: '$ser' unbound with I/O running, disk gone ($want times)" "got $got"
+		tap_status $((got != want)) "$b: '$ser' unbound with I/O running, disk gone ($want times)" "got $got"
 		got=$(blk_lines | grep -c "^reset $ser back=yes")
-		check $((got != want)) "$b: '$ser' came back after bind ($want times)" "got $got"
+		tap_status $((got != want)) "$b: '$ser' came back after bind ($want times)" "got $got"
 		got=$(blk_lines | grep -c "^write $ser 40 rc=0")
-		check $((got != want)) "$b: '$ser' takes a fresh write after each rebind" "got $got"
+		tap_status $((got != want)) "$b: '$ser' takes a fresh write after each rebind" "got $got"
 		want_md5=$(md5sum <"$outdir/pc" | cut -d' ' -f1)
 		got=$(blk_lines | sed -n "s/^read $ser 40 md5=//p" | sort -u)
-		check $([ "$got" = "$want_md5" ]; echo $?) "$b: '$ser' reads the fresh write back" "md5 '$got'"
+		tap_status $([ "$got" = "$want_md5" ]; echo $?) "$b: '$ser' reads the fresh write back" "md5 '$got'"
 		region_is "$f" 40 pc
-		check $? "$b: host file $f holds the write made after the rebind"
+		tap_status $? "$b: host file $f holds the write made after the rebind"
 		check_gread $b "$ser" 2 "$p"
 	done
 	# Everything the I/O loops may write lies in 16..31 MiB, so the rest of the
@@ -647,17 +640,17 @@ if want reset; then
 		bad=
 		for m in 1 3 15 32 39 41; do region_is "$f" $m zero || bad="$bad $m"; done
 		region_is "$f" 2 "$p" || bad="$bad 2"
-		check $([ -z "$bad" ]; echo $?) "$b: no write outside the scratch area in $f" "MiB$bad differ"
+		tap_status $([ -z "$bad" ]; echo $?) "$b: no write outside the scratch area in $f" "MiB$bad differ"
 		cmp -s -n $((16 * MiB)) -i $((16 * MiB)):0 "$f" /dev/zero
-		check $((! $?)) "$b: the I/O loops wrote into the scratch area of $f"
+		tap_status $((! $?)) "$b: the I/O loops wrote into the scratch area of $f"
 	done
 	# The driver's rebind is no guest error; the status write behind its back
 	# may be reported, but nothing may break.
 	l=$(blk_lines | grep '^hardreset brisk-r2 wrote status=0 ')
 	case $l in *" rc=0 now=0x00") true ;; *) false ;; esac
-	check $? "$b: status 0 written behind the driver's back reads 0 (polled)" "'$l'"
+	tap_status $? "$b: status 0 written behind the driver's back reads 0 (polled)" "'$l'"
 	grep -qi 'assert\|abort\|segmentation' "$log.err"
-	check $((! $?)) "$b: no crash report on brisk's stderr" "$(head -n 3 "$log.err" | tr '\n' ' ')"
+	tap_status $((! $?)) "$b: no crash report on brisk's stderr" "$(head -n 3 "$log.err" | tr '\n' ' ')"
 	finish_boot $b
 fi
 
@@ -690,17 +683,17 @@ big_boot() {
 		-device virtio-blk-pci,drive=d2,event_idx=off,indirect_desc=off,serial=brisk-plain
 	expect_exit $b 0
 	grep -q 'terminated by Ctrl-A x' "$log.err"
-	check $? "$b: brisk says Ctrl-A x ended it"
-	check $([ $tty_raw = yes ]; echo $?) "$b: the terminal was in raw mode while the guest ran"
-	check $([ $tty_typed = yes ]; echo $?) "$b: a command typed on the terminal ran in the guest's shell"
-	check $([ $tty_restored = yes ]; echo $?) "$b: the terminal's settings afterwards are those from before"
+	tap_status $? "$b: brisk says Ctrl-A x ended it"
+	tap_status $([ $tty_raw = yes ]; echo $?) "$b: the terminal was in raw mode while the guest ran"
+	tap_status $([ $tty_typed = yes ]; echo $?) "$b: a command typed on the terminal ran in the guest's shell"
+	tap_status $([ $tty_restored = yes ]; echo $?) "$b: the terminal's settings afterwards are those from before"
 	# -m and -smp as the guest sees them; MemTotal as boot-tests.sh.
 	l=$(blk_lines | sed -n 's/^sys //p' | head -n 1)
 	got=$(echo "$l" | sed -n 's/.*nproc=\([0-9]*\).*/\1/p')
-	check $(( ${got:-0} != smp )) "$b: nproc == -smp $smp" "'$l'"
+	tap_status $(( ${got:-0} != smp )) "$b: nproc == -smp $smp" "'$l'"
 	got=$(echo "$l" | sed -n 's/.*memtotal_kb=\([0-9]*\).*/\1/p')
 	pct=$(( ${got:-0} * 100 / (gib * 1024 * 1024) ))
-	check $(( pct < 87 || pct > 100 )) "$b: MemTotal $pct% of -m ${gib}G (87..100%)" "'$l'"
+	tap_status $(( pct < 87 || pct > 100 )) "$b: MemTotal $pct% of -m ${gib}G (87..100%)" "'$l'"
 	big_disks
 	finish_boot $b
 	rm -rf "$ddir"
@@ -715,24 +708,24 @@ big_disks() {
 	l1=$(blk_lines | sed -n 's/^ext4 irqs-after //p' | head -n 1)
 	busy=$(printf '%s\n%s\n' "$l0" "$l1" | tr ' ' '\n' | awk -F= '/^q[0-9]+=/ {
 		if ($1 in a) { if ($2 > a[$1]) n++ } else a[$1] = $2 } END { print n + 0 }')
-	check $((busy != 4)) "$b: each of the 4 queues of 'brisk-fs' completed requests (interrupts)" \
+	tap_status $((busy != 4)) "$b: each of the 4 queues of 'brisk-fs' completed requests (interrupts)" \
 		"before '$l0', after '$l1'"
 	# I/O thread j of a device is named vblkj: only brisk-fs can have a
 	# second one.
 	case " $tty_threads" in *" vblk1 "*) true ;; *) false ;; esac
-	check $? "$b: brisk runs a second I/O thread (vblk1) for 'brisk-fs' (iothreads=2)" \
+	tap_status $? "$b: brisk runs a second I/O thread (vblk1) for 'brisk-fs' (iothreads=2)" \
 		"threads: $tty_threads"
 	l=$(blk_lines | grep "^disk vd[a-z]* serial=brisk-raw " | head -n 1)
 	got=$(echo "$l" | sed -n 's/.* tags=\([0-9]*\).*/\1/p')
-	check $(( ${got:-0} < 1 || ${got:-0} > qsize )) \
+	tap_status $(( ${got:-0} < 1 || ${got:-0} > qsize )) \
 		"$b: the driver keeps at most $qsize requests on 'brisk-raw' (queue-size=$qsize)" "'$l'"
 	# ext4 from the guest's side, then from the host's.
 	for k in mkfs mount punch umount fsck; do
 		rc=$(blk_lines | sed -n "s/^ext4 $k rc=//p" | head -n 1)
-		check $([ "$rc" = 0 ]; echo $?) "$b: ext4 $k in the guest succeeded" "rc '$rc'"
+		tap_status $([ "$rc" = 0 ]; echo $?) "$b: ext4 $k in the guest succeeded" "rc '$rc'"
 	done
 	e2fsck -fn "$ddir/fs.raw" >"$outdir/$b.fsck" 2>&1
-	check $? "$b: the host's e2fsck -fn finds the file system clean" "$(tail -n 3 "$outdir/$b.fsck" | tr '\n' ' ')"
+	tap_status $? "$b: the host's e2fsck -fn finds the file system clean" "$(tail -n 3 "$outdir/$b.fsck" | tr '\n' ' ')"
 	{ cat "$outdir/pb"; head -c $((2 * MiB)) /dev/zero; cat "$outdir/pb"; } >"$ddir/want.punch"
 	for f in f0:pa f1:pb f2:pc f3:pa punch:; do
 		n=${f%%:*} p=${f#*:}
@@ -740,11 +733,11 @@ big_disks() {
 		[ -n "$p" ] && want=$outdir/$p
 		want_md5=$(md5sum <"$want" | cut -d' ' -f1)
 		got=$(blk_lines | sed -n "s/^ext4 md5 $n //p" | head -n 1)
-		check $([ "$got" = "$want_md5" ]; echo $?) "$b: ext4 /$n reads right in the guest" "'$got'"
+		tap_status $([ "$got" = "$want_md5" ]; echo $?) "$b: ext4 /$n reads right in the guest" "'$got'"
 		rm -f "$ddir/got"
 		debugfs -R "dump /$n $ddir/got" "$ddir/fs.raw" >/dev/null 2>&1
 		cmp -s "$ddir/got" "$want"
-		check $? "$b: ext4 /$n reads right from the host (debugfs)"
+		tap_status $? "$b: ext4 /$n reads right from the host (debugfs)"
 	done
 	# The blocks the punch freed were discarded: zeros in the host file,
 	# and a hole where its file system can have one.
@@ -758,41 +751,41 @@ big_disks() {
 		cmp -s -n "$len" -i "$off:0" "$ddir/fs.raw" /dev/zero || bad="$bad zeros@$off"
 		[ $punch = no ] || is_hole "$ddir/fs.raw" "$off" "$len" || bad="$bad hole@$off"
 	done <<<"$ranges"
-	check $([ $total -eq $((2 * MiB)) ] && [ -z "$bad" ]; echo $?) \
+	tap_status $([ $total -eq $((2 * MiB)) ] && [ -z "$bad" ]; echo $?) \
 		"$b: the 2 MiB ext4 punched are discarded in the host file" "found $total bytes;$bad"
 	# blkdiscard (MiB 8..11) and blkdiscard -z (12..13); the patterns
 	# either side untouched.
 	for k in "discard brisk-raw 8" "discard-z brisk-raw 12"; do
 		rc=$(blk_lines | sed -n "s/^$k rc=//p" | head -n 1)
-		check $([ "$rc" = 0 ]; echo $?) "$b: ${k% *} from the guest succeeded" "rc '$rc'"
+		tap_status $([ "$rc" = 0 ]; echo $?) "$b: ${k% *} from the guest succeeded" "rc '$rc'"
 	done
 	f=$ddir/raw.raw bad=
 	for m in 8 9 10 11 12 13; do region_is "$f" $m zero || bad="$bad $m"; done
-	check $([ -z "$bad" ]; echo $?) "$b: discarded and zeroed MiB read zeros in the host file" "MiB$bad"
+	tap_status $([ -z "$bad" ]; echo $?) "$b: discarded and zeroed MiB read zeros in the host file" "MiB$bad"
 	if [ $punch = yes ]; then
 		is_hole "$f" $((8 * MiB)) $((4 * MiB))
-		check $? "$b: the discarded MiB are a hole in the host file"
+		tap_status $? "$b: the discarded MiB are a hole in the host file"
 	else
 		tap_skip "$b: the discarded MiB are a hole in the host file" \
 			"$ddir's file system cannot punch holes"
 	fi
 	bad=
 	for s in pc@7 pa@14 pb@15 pc@16; do region_is "$f" "${s#*@}" "${s%@*}" || bad="$bad ${s#*@}"; done
-	check $([ -z "$bad" ]; echo $?) "$b: the MiB around them are untouched" "MiB$bad"
+	tap_status $([ -z "$bad" ]; echo $?) "$b: the MiB around them are untouched" "MiB$bad"
 	# The packed ring of 16 wrapped at least once per 16 requests.
 	l=$(blk_lines | sed -n 's/^fio brisk-raw //p' | head -n 1)
 	rc=$(echo "$l" | sed -n 's/^rc=\([0-9]*\).*/\1/p')
-	check $([ "$rc" = 0 ]; echo $?) "$b: fio with verify on the packed ring of $qsize succeeded" "'$l'"
+	tap_status $([ "$rc" = 0 ]; echo $?) "$b: fio with verify on the packed ring of $qsize succeeded" "'$l'"
 	got=$(echo "$l" | sed -n 's/.*requests=\([0-9]*\).*/\1/p')
-	check $(( ${got:-0} < 100 * qsize )) "$b: ... over ${got:-0} requests: the ring wrapped $(( ${got:-0} / qsize )) times (100 at least)"
+	tap_status $(( ${got:-0} < 100 * qsize )) "$b: ... over ${got:-0} requests: the ring wrapped $(( ${got:-0} / qsize )) times (100 at least)"
 	# event_idx=off, indirect_desc=off: the driver was not offered them
 	# (bits 28 and 29 of sysfs's string, bit 0 first), and fio verifies.
 	l=$(blk_lines | sed -n 's/^features brisk-plain //p' | head -n 1)
-	check $([ "${l:28:2}" = 00 ] && [ "${l:32:1}" = 1 ]; echo $?) \
+	tap_status $([ "${l:28:2}" = 00 ] && [ "${l:32:1}" = 1 ]; echo $?) \
 		"$b: event_idx=off,indirect_desc=off: no INDIRECT_DESC, no EVENT_IDX, VERSION_1" "'$l'"
 	l=$(blk_lines | sed -n 's/^fio brisk-plain //p' | head -n 1)
 	rc=$(echo "$l" | sed -n 's/^rc=\([0-9]*\).*/\1/p')
-	check $([ "$rc" = 0 ]; echo $?) "$b: fio with verify without EVENT_IDX or indirect descriptors" "'$l'"
+	tap_status $([ "$rc" = 0 ]; echo $?) "$b: fio with verify without EVENT_IDX or indirect descriptors" "'$l'"
 }
 
 if want fs; then

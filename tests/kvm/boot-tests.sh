@@ -92,11 +92,6 @@ mem_floor=87
 guard_s=${BRISK_BOOT_TESTS_GUARD:-90}
 
 . "$here/../include/tap.sh"
-check() { # check COND-STATUS DESCRIPTION [DETAIL]; returns COND-STATUS
-	if [ "$1" -eq 0 ]; then tap_check "$2" true; return 0; fi
-	tap_fail "$2${3:+: $3}"
-	return 1
-}
 # Seconds between two $EPOCHREALTIME stamps.
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
@@ -111,7 +106,7 @@ rtc_time_check() {
 	read -r t v _ < <(sed -n 's/^\([^ ]*\) rtc=/\1 /p' "$2" | head -n 1)
 	awk -v t="${t:-0}" -v v="$v" -v o="$3" -v l="$rtc_slack" \
 		'BEGIN { exit !(v ~ /^[0-9]+$/ && v - t - o <= l && t + o - v <= l) }'
-	check $? "$1: RTC since_epoch within ${rtc_slack}s of the host's clock + $3 s ($4)" \
+	tap_status $? "$1: RTC since_epoch within ${rtc_slack}s of the host's clock + $3 s ($4)" \
 		"guest ${v:-nothing}, host ${t:-never}"
 }
 rtc_check() {
@@ -122,12 +117,12 @@ rtc_check() {
 	s=$(date -u -d "${v%  *seconds}" +%s 2>/dev/null)
 	awk -v t="${t:-0}" -v v="$s" -v l="$rtc_slack" \
 		'BEGIN { exit !(v ~ /^[0-9]+$/ && v - t <= l && t - v <= l) }'
-	check $? "$name: hwclock -r within ${rtc_slack}s of the host's clock" \
+	tap_status $? "$name: hwclock -r within ${rtc_slack}s of the host's clock" \
 		"guest '${v:-nothing}', host ${t:-never}" || ret=1
 	t=$(sed -n 's/^[^ ]* rtc_irqs_before=//p' "$log" | head -n 1)
 	v=$(sed -n 's/^[^ ]* rtc_irqs_after=//p' "$log" | head -n 1)
 	[ -n "$t" ] && [ -n "$v" ] && [ "$v" -gt "$t" ]
-	check $? "$name: an RTC alarm 2 s ahead interrupted the guest (IRQ 8)" \
+	tap_status $? "$name: an RTC alarm 2 s ahead interrupted the guest (IRQ 8)" \
 		"rtc0 interrupts ${t:-?} before, ${v:-?} after" || ret=1
 	return $ret
 }
@@ -174,54 +169,55 @@ boot() {
 	t_end=$EPOCHREALTIME
 	echo "# $name: exit $rc after $(elapsed "$t0" "$t_end")s"
 
-	local dump=0 got l
-	check $((rc != want)) "$name: exit status $want" "got $rc" || dump=1
+	local got l
+	tap_dirty=0
+	tap_status $((rc != want)) "$name: exit status $want" "got $rc"
 	# Any ASan, UBSan or LSan report fails the boot, whatever its status.
 	l=$(grep -m 3 -E 'runtime error:|ERROR: [A-Za-z]*Sanitizer|SUMMARY: [A-Za-z]*Sanitizer' "$log.err")
-	check $([ -z "$l" ]; echo $?) "$name: no sanitizer report on stderr" "$(echo "$l" | tr '\n' ' ')" || dump=1
+	tap_status $([ -z "$l" ]; echo $?) "$name: no sanitizer report on stderr" "$(echo "$l" | tr '\n' ' ')"
 	if [ "$action" = sleep ]; then
 		# The guest may not even reach init before -timeout in a nested
 		# host; what matters is that brisk neither quit early nor hung.
 		awk -v d="$(elapsed "$t0" "$t_end")" -v l="$timeout_s" 'BEGIN { exit !(d >= l) }'
-		check $? "$name: ran at least ${timeout_s}s" || dump=1
-		[ "$dump" -eq 0 ] || sed 's/^/#   stderr: /' "$log.err" | tail -n 10
+		tap_status $? "$name: ran at least ${timeout_s}s"
+		[ "$tap_dirty" -eq 0 ] || sed 's/^/#   stderr: /' "$log.err" | tail -n 10
 		return
 	fi
 	grep -q ' BRISK-INIT-UP$' "$log"
-	check $? "$name: guest init ran (serial marker)" || dump=1
+	tap_status $? "$name: guest init ran (serial marker)"
 	if [ "$name" = dtb-smp1 ]; then
 		got=$(sed -n 's/^[^ ]* dt_user=//p' "$log" | head -n 1)
 		[ "$got" = yes ]
-		check $? "$name: the guest booted on the -dtb tree (its brisk-user-tree property)" \
-			"got '$got'" || dump=1
+		tap_status $? "$name: the guest booted on the -dtb tree (its brisk-user-tree property)" \
+			"got '$got'"
 	fi
 	if [ "$smp" = 4 ]; then
 		got=$(sed -n 's/^[^ ]* cpu_off=//p' "$log" | head -n 1)/$(sed -n 's/^[^ ]* cpu_on=//p' "$log" | head -n 1)
 		[ "$got" = 3/4 ]
-		check $? "$name: CPU 3 taken offline and back (nproc 3, then 4)" "got '$got'" || dump=1
+		tap_status $? "$name: CPU 3 taken offline and back (nproc 3, then 4)" "got '$got'"
 	fi
 	if [ "$action" = triplefault ]; then
 		[ "$(wc -l <"$log.err")" = 1 ] && grep -q 'triple fault' "$log.err"
-		check $? "$name: one line on stderr says the guest triple faulted" \
-			"$(head -n 3 "$log.err" | tr '\n' ' ')" || dump=1
+		tap_status $? "$name: one line on stderr says the guest triple faulted" \
+			"$(head -n 3 "$log.err" | tr '\n' ' ')"
 	fi
 	if [ -n "$rng" ]; then
 		got=$(sed -n 's/^[^ ]* hwrng=//p' "$log" | head -n 1)
 		[ "$got" = virtio_rng.0 ]
-		check $? "$name: the guest's /dev/hwrng is the virtio-rng-pci device" \
-			"rng_current '${got}'" || dump=1
+		tap_status $? "$name: the guest's /dev/hwrng is the virtio-rng-pci device" \
+			"rng_current '${got}'"
 		local a b
 		a=$(sed -n 's/^[^ ]* hwrng_a=//p' "$log" | head -n 1)
 		b=$(sed -n 's/^[^ ]* hwrng_b=//p' "$log" | head -n 1)
 		# 32 bytes each; equal or all zero would be 2^-256 by chance.
 		[[ $a =~ ^[0-9a-f]{64}$ && $b =~ ^[0-9a-f]{64}$ ]] && [ "$a" != "$b" ] &&
 			[ "$a" != "$(printf '0%.0s' {1..64})" ]
-		check $? "$name: two 32-byte reads of /dev/hwrng differ and are not zero" \
-			"got '$a' and '$b'" || dump=1
+		tap_status $? "$name: two 32-byte reads of /dev/hwrng differ and are not zero" \
+			"got '$a' and '$b'"
 	fi
 	got=$(sed -n 's/^[^ ]* nproc=//p' "$log" | head -n 1)
 	[ "$got" = "$smp" ]
-	check $? "$name: nproc == -smp $smp" "got '${got}'" || dump=1
+	tap_status $? "$name: nproc == -smp $smp" "got '${got}'"
 	got=$(sed -n 's/^[^ ]* memtotal_kb=//p' "$log" | head -n 1)
 	# The kernel keeps its image, struct pages and firmware ranges out of
 	# MemTotal: about 40 MiB plus 1.6%, so 89% of 512M, 93% of 1G under
@@ -229,17 +225,17 @@ boot() {
 	local pct=0
 	[ -n "$got" ] && pct=$((got * 100 / (mem_mb * 1024)))
 	[ "$pct" -ge "$mem_floor" ] && [ "$pct" -le 100 ]
-	check $? "$name: MemTotal $pct% of -m ${mem_mb}M (${mem_floor}..100%)" "got ${got:-nothing} kB" || dump=1
+	tap_status $? "$name: MemTotal $pct% of -m ${mem_mb}M (${mem_floor}..100%)" "got ${got:-nothing} kB"
 	got=$(sed -n 's/^[^ ]* cmdline=//p' "$log" | head -n 1)
 	case $got in *"$append"*) true ;; *) false ;; esac
-	check $? "$name: /proc/cmdline holds -append intact" "got '$got'" || dump=1
+	tap_status $? "$name: /proc/cmdline holds -append intact" "got '$got'"
 
 	# The RTC: what the guest read against the host's time at that line,
 	# in one boot (the QEMU CI options' -rtc base=utc).
 	if [ -n "$tz" ]; then
-		rtc_time_check "$name" "$log" "$tz_offset" "-rtc base=localtime, $tz" || dump=1
+		rtc_time_check "$name" "$log" "$tz_offset" "-rtc base=localtime, $tz"
 	elif [ "$action" = poweroff ] && [ "$arch" = x86_64 ]; then
-		rtc_check "$name" "$log" || dump=1
+		rtc_check "$name" "$log"
 	elif [ "$action" = poweroff ]; then
 		tap_skip "$name: the guest's RTC" "the check counts the CMOS RTC's IRQ 8, x86's; arm64's PL031 (time, alarm, interrupt) is checked by the unit test primecell"
 	fi
@@ -255,13 +251,12 @@ boot() {
 			local dt
 			dt=$(elapsed "$t_panic" "$t_end")
 			awk -v d="$dt" -v l="$panic_limit" 'BEGIN { exit !(d <= l) }'
-			check $? "$name: exit ${dt}s after the panic (limit ${panic_limit}s)" || dump=1
+			tap_status $? "$name: exit ${dt}s after the panic (limit ${panic_limit}s)"
 		else
 			tap_fail "$name: exit within ${panic_limit}s of the panic: guest never reached the panic"
-			dump=1
 		fi
 	fi
-	if [ "$dump" -ne 0 ]; then
+	if [ "$tap_dirty" -ne 0 ]; then
 		sed 's/^[^ ]* /#   /' "$log" | tail -n 30
 		sed 's/^/#   stderr: /' "$log.err" | tail -n 10
 		# A test runner shows a failed test's stderr, not its TAP comments.
@@ -284,7 +279,7 @@ if [ "$vmm" = brisk ]; then
 	# host, kvm_amd): brisk must agree, or every boot below would be
 	# refused.
 	out=$(timeout 20 "${run[@]}" "$brisk" --check-kvm 2>&1)
-	check $? "brisk --check-kvm: usable on the ${BRISK_WITH_KVM_ROUTE:-} route" "$(echo $out)"
+	tap_status $? "brisk --check-kvm: usable on the ${BRISK_WITH_KVM_ROUTE:-} route" "$(echo $out)"
 	echo "$out" | sed 's/^/# /'
 fi
 # The options QEMU CI command lines carry (tests/cli/qemu-lines.txt), in a
@@ -324,7 +319,7 @@ if [ "$arch" = arm64 ]; then
 			dtc -q -I dtb -O dts "$outdir/own.dtb" |
 			sed '0,/^\/ {$/s//\/ {\n\tbrisk-user-tree = "yes";/' |
 			dtc -q -I dts -O dtb -o "$outdir/user.dtb"
-		check $? "-dtb: a user's tree made from -machine dumpdtb and dtc"
+		tap_status $? "-dtb: a user's tree made from -machine dumpdtb and dtc"
 		boot dtb-smp1 1 512 poweroff 0 -dtb "$outdir/user.dtb"
 	fi
 fi

@@ -201,25 +201,15 @@ boot_once() {
 dev_of() { vu_lines | awk -v m="mib=$1" '$1 == "disk" && $3 == m { print $2 }'; }
 mib_of() { vu_lines | awk -v d="$1" '$1 == "disk" && $2 == d { sub("mib=", "", $3); print $3 }'; }
 
-check() { # check DESCRIPTION COND-STATUS [DETAIL]
-	if [ "$2" -eq 0 ]; then
-		tap_check "$1" true
-	else
-		tap_fail "$1" "${3:-}"
-		dump=1
-	fi
-}
-
-dump=0
 finish_boot() {
-	if [ "$dump" -ne 0 ]; then
+	if [ "$tap_dirty" -ne 0 ]; then
 		{
 			echo "== ${log##*/}: last 30 console lines, then the front-end's stderr"
 			tail -n 30 "$log"
 			tail -n 10 "$log.err"
 		} | tee /dev/stderr | sed 's/^/# /'
 	fi
-	dump=0
+	tap_dirty=0
 }
 
 check_disks() { # check_disks NAME
@@ -227,11 +217,11 @@ check_disks() { # check_disks NAME
 	for k in q:$Q_MIB:0 s:$S_MIB:0 p:$P_MIB:1; do
 		mib=${k#*:}; packed=${mib#*:}; mib=${mib%:*}
 		l=$(vu_lines | awk -v m="mib=$mib" '$1 == "disk" && $3 == m')
-		check "$1: guest sees the ${k%%:*} disk ($mib MiB)" "$([ -n "$l" ]; echo $?)"
+		tap_status "$([ -n "$l" ]; echo $?)" "$1: guest sees the ${k%%:*} disk ($mib MiB)"
 		echo "$l" | grep -q " mq=2 "
-		check "$1: ${k%%:*} disk has two queues" $? "$l"
+		tap_status $? "$1: ${k%%:*} disk has two queues" "$l"
 		echo "$l" | grep -q " packed=$packed "
-		check "$1: ${k%%:*} disk ring is $([ "$packed" = 1 ] && echo packed || echo split)" $? "$l"
+		tap_status $? "$1: ${k%%:*} disk ring is $([ "$packed" = 1 ] && echo packed || echo split)" "$l"
 	done
 }
 
@@ -242,7 +232,7 @@ check_queues() { # check_queues NAME
 		dev=$(dev_of "${k#*:}")
 		v=$(vu_lines | awk -v d="$dev" '$1 == "disk" && $2 == d { sub("virtio=", "", $6); print $6 }')
 		n=$(vu_lines | awk -v v="$v" '$1 == "irq" && index($2, v "-req.") == 1 && $3 > 0' | wc -l)
-		check "$1: ${k%%:*} disk's two queues both interrupted the guest" "$([ "$n" = 2 ]; echo $?)" \
+		tap_status "$([ "$n" = 2 ]; echo $?)" "$1: ${k%%:*} disk's two queues both interrupted the guest" \
 			"$(vu_lines | grep "^irq $v-")"
 	done
 }
@@ -250,7 +240,7 @@ check_queues() { # check_queues NAME
 check_fio() { # check_fio NAME TAG
 	local rc
 	rc=$(vu_lines | sed -n "s/^fio $2 rc=//p")
-	check "$1: fio $2 with verify on all three disks" "$([ "$rc" = 0 ]; echo $?)" \
+	tap_status "$([ "$rc" = 0 ]; echo $?)" "$1: fio $2 with verify on all three disks" \
 		"rc '$rc'; $(vu_lines | grep '^fio-out' | head -n 3)"
 }
 
@@ -277,32 +267,32 @@ matrix() { # matrix NAME brisk|qemu [CHECK-LIST]
 	on_line() { matrix_line "$@"; }
 	[ "$2" = brisk ] && busy=" vu.busy=$S_MIB" gone=3
 	boot_once "$name" "$2" "console=ttyS0 quiet loglevel=2 panic=-1 vu.disks=3${3:+ vu.check=$3} vu.fio=$FIO_MIB vu.pause=1$busy"
-	check "$name: clean power-off, exit 0" "$(vu_lines | grep -qx end; [ $? = 0 ] && [ "$vm_rc" = 0 ]; echo $?)" \
+	tap_status "$(vu_lines | grep -qx end; [ $? = 0 ] && [ "$vm_rc" = 0 ]; echo $?)" "$name: clean power-off, exit 0" \
 		"exit $vm_rc"
 	check_disks "$name"
 	check_fio "$name" first
 	vu_lines | grep -qx resumed
-	check "$name: the guest went on after its split back-ends were restarted" $?
+	tap_status $? "$name: the guest went on after its split back-ends were restarted"
 	check_fio "$name" verify-only
 	check_fio "$name" again
 	check_queues "$name"
 	if [ "$2" = brisk ]; then
 		# INFLIGHT_SHMFD: the new back-end serves what the old one had out, once.
 		rc=$(vu_lines | sed -n "s/^fio busy rc=//p")
-		check "$name: fio wrote and verified through its back-end's SIGKILL and restart" \
-			"$([ "$rc" = 0 ]; echo $?)" "rc '$rc'; $(vu_lines | grep '^fio-out' | tail -n 3)"
+		tap_status "$([ "$rc" = 0 ]; echo $?)" \
+			"$name: fio wrote and verified through its back-end's SIGKILL and restart" "rc '$rc'; $(vu_lines | grep '^fio-out' | tail -n 3)"
 		n=$(grep -c "went away" "$log.err")
-		check "$name: brisk said a back-end went away $gone times" "$([ "$n" = $gone ]; echo $?)" \
+		tap_status "$([ "$n" = $gone ]; echo $?)" "$name: brisk said a back-end went away $gone times" \
 			"$(cat "$log.err")"
 		n=$(grep -c "reconnected" "$log.err")
-		check "$name: brisk reconnected $gone times" "$([ "$n" = $gone ]; echo $?)" \
+		tap_status "$([ "$n" = $gone ]; echo $?)" "$name: brisk reconnected $gone times" \
 			"$(cat "$log.err")"
 		! grep -q "needs reset" "$log.err"
-		check "$name: no device needed a reset" $? "$(cat "$log.err")"
+		tap_status $? "$name: no device needed a reset" "$(cat "$log.err")"
 	fi
 	for k in q s p; do
 		be_alive $k
-		check "$name: back-end $k still serving" $?
+		tap_status $? "$name: back-end $k still serving"
 	done
 	finish_boot
 }
@@ -329,7 +319,7 @@ check_acked_in_files() { # check_acked_in_files NAME
 		[ "$(dd if="$f" bs=1M skip="$m" count=1 status=none | md5sum | cut -d' ' -f1)" = "$sum" ] ||
 			bad="$bad $dev@$m"
 	done < <(vu_lines | sed -n 's/^acked //p')
-	check "$1: all $n acknowledged writes are in the disk files" "$([ -z "$bad" ]; echo $?)" \
+	tap_status "$([ -z "$bad" ]; echo $?)" "$1: all $n acknowledged writes are in the disk files" \
 		"differ:$bad"
 }
 
@@ -337,15 +327,15 @@ kill_boot() { # kill_boot NAME brisk|qemu
 	local name=$1 k
 	on_line() { kill_line "$@"; }
 	boot_once "$name" "$2" "console=ttyS0 quiet loglevel=2 panic=-1 vu.disks=3 vu.write=$ROUNDS"
-	check "$name: the front-end died of SIGKILL after $KILL_AT acknowledged writes" \
-		"$([ "$vm_rc" = 137 ] && [ "$acks" -ge "$KILL_AT" ]; echo $?)" "exit $vm_rc, $acks acks"
-	check "$name: the guest was still writing when it was killed" \
-		"$(vu_lines | grep -q '^end$'; [ $? -ne 0 ]; echo $?)"
+	tap_status "$([ "$vm_rc" = 137 ] && [ "$acks" -ge "$KILL_AT" ]; echo $?)" \
+		"$name: the front-end died of SIGKILL after $KILL_AT acknowledged writes" "exit $vm_rc, $acks acks"
+	tap_status "$(vu_lines | grep -q '^end$'; [ $? -ne 0 ]; echo $?)" \
+		"$name: the guest was still writing when it was killed"
 	# What was in flight in the back-ends completes in a moment.
 	sleep 1
 	for k in q s p; do
 		be_alive $k
-		check "$name: back-end $k survived its front-end" $?
+		tap_status $? "$name: back-end $k survived its front-end"
 	done
 	check_acked_in_files "$name"
 	finish_boot
@@ -377,8 +367,8 @@ if want; then
 		got=$(vu_lines | awk -v d="$dev" -v m="$m" '$1 == "md5" && $2 == d && $3 == m { print $4 }')
 		[ -n "$dev" ] && [ "$got" = "$sum" ] || bad="$bad ${mib}MiB-disk@$m"
 	done <<<"$acked"
-	check "qemu-fe: reads back every region brisk had acknowledged before it was killed" \
-		"$([ -z "$bad" ]; echo $?)" "differ:$bad"
+	tap_status "$([ -z "$bad" ]; echo $?)" \
+		"qemu-fe: reads back every region brisk had acknowledged before it was killed" "differ:$bad"
 	finish_boot
 	after qemu-fe
 fi
@@ -388,7 +378,7 @@ for k in q s p; do
 	p=$(eval echo "\$be_pid_$k")
 	kill -TERM "$p"
 	wait "$p"
-	check "back-end $k ends with status 0 on SIGTERM" $? "$(tail -n 3 "$outdir/be-$k.log")"
+	tap_status $? "back-end $k ends with status 0 on SIGTERM" "$(tail -n 3 "$outdir/be-$k.log")"
 done
 if [ -n "${acked:-}" ]; then
 	log=$acked_log
