@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: $0 --brisk PATH [--outdir DIR] [--kernel BZIMAGE] [--only BOOT]" >&2; exit 2 ;;
 	esac
 done
-die() { echo "blk-tests: $*" >&2; exit 1; }
+. "$here/../include/die.sh"
 need() { # need TOOL PACKAGE
 	command -v "$1" >/dev/null || die "$1 not found; run: apt-get install $2"
 }

@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: $0 --brisk PATH [--outdir DIR] [--only BOOT]" >&2; exit 2 ;;
 	esac
 done
-die() { echo "vhost-user-tests: $*" >&2; exit 1; }
+. "$here/../include/die.sh"
 case $only in ''|brisk-fe|brisk-kill|qemu-fe) ;; *) die "--only: no boot named $only" ;; esac
 
 if [ -z "$inner" ]; then

@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: mkimage.sh OUT.cpio [INIT]}
 init=${2:-$here/init}
 
-die() { echo "mkimage: $*" >&2; exit 1; }
+. "$here/../../include/die.sh"
 
 need_pkgs=()
 [ -x /usr/bin/fio ] || need_pkgs+=(fio)
