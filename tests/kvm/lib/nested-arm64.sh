@@ -13,7 +13,7 @@
 # nested_arm64 COMMAND...: never returns; exits with COMMAND's status.
 nested_arm64() {
 	local need="scripts/setup-debian.sh (qemu-system-arm, qemu-user, and the arm64 packages of scripts/arm64-debs.sh)"
-	local root kver initrd key init_text cache rc
+	local root kver initrd rc
 	command -v qemu-system-aarch64 >/dev/null ||
 		die "no qemu-system-aarch64 to boot the nested arm64 host with; run $need"
 	root=$(arch_root arm64) || die "cannot fetch the arm64 packages; run $need"
@@ -22,15 +22,8 @@ nested_arm64() {
 	[ -x "$root/bin/busybox" ] || die "no arm64 busybox under $root; run $need"
 	work=$(cd "$work" 2>/dev/null && pwd -P) || die "--work: no such directory"
 
-	init_text=$(sed -n '/^# ---- arm64 inner init/,/^# ---- end arm64 inner init/p' \
-		"${BASH_SOURCE[0]}" | sed '1d;$d')
-	key=$(printf '%s\n%s\n' "$kver" "$init_text" | cat - "$root/bin/busybox" |
-		sha256sum | cut -c1-16)
-	cache=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/brisk
-	mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ] || cache=/tmp/brisk-cache-$(id -u)
-	mkdir -p "$cache" || die "cannot create cache directory $cache"
-	initrd=$cache/with-kvm-arm64-$kver-$key.cpio.gz
-	[ -s "$initrd" ] || nested_arm64_initrd "$root" "$kver" "$init_text" ||
+	initrd=$(nested_initrd arm64 "$kver" "$root/bin/busybox" \
+		"$here/lib/nested-arm64-init.sh" virtio_pci 9pnet_virtio 9p) ||
 		die "could not build the nested arm64 host's initramfs"
 
 	ctl=$(mktemp -d "${TMPDIR:-/tmp}/with-kvm.XXXXXX") || die "mktemp failed"
@@ -56,34 +49,6 @@ nested_arm64() {
 	rc=$?
 	[ $rc -eq 124 ] && echo "$prog: timed out after ${timeout}s" >&2
 	exit $rc
-}
-
-nested_arm64_initrd() {
-	local root=$1 kver=$2 init_text=$3 r rel a
-	r=$(mktemp -d) || return 1
-	mkdir -p "$r"/{bin,dev,proc,sys,tmp,ctl,host,lib/modules}
-	cp "$root/bin/busybox" "$r/bin/busybox"
-	# Listing the applets runs busybox: under qemu-aarch64 on another host.
-	local lister=
-	[ "$(host_arch)" = arm64 ] || lister=qemu-aarch64
-	for a in $($lister "$root/bin/busybox" --list); do
-		[ "$a" = busybox ] || ln -s busybox "$r/bin/$a"
-	done
-	: >"$r/lib/modules/order"
-	KMOD_ROOT=$root kmod_resolve "$kver" virtio_pci 9pnet_virtio 9p >"$r/order.tmp" ||
-		{ rm -rf "$r"; return 1; }
-	while read -r rel; do
-		KMOD_ROOT=$root kmod_copy "$kver" "$rel" "$r/lib/modules" || { rm -rf "$r"; return 1; }
-		basename "${rel%.xz}" | sed 's/\.zst$//;s/\.gz$//' >>"$r/lib/modules/order"
-	done <"$r/order.tmp"
-	rm "$r/order.tmp"
-	printf '%s\n' "$init_text" >"$r/init"
-	chmod 755 "$r/init"
-	(cd "$r" && find . | cpio -o -H newc --quiet | gzip -1) >"$initrd.$$" &&
-		mv "$initrd.$$" "$initrd"
-	a=$?
-	rm -rf "$r"
-	return $a
 }
 
 # Boots the host and waits for it to come up; 1 when it did not.
@@ -131,60 +96,3 @@ nested_arm64_stop() {
 	wait "$qpid" 2>/dev/null
 	qpid=
 }
-
-return 0
-
-# ---- arm64 inner init (the nested arm64 host's /init, busybox sh) ----
-#!/bin/sh
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev
-exec </dev/console >/dev/console 2>&1
-while read -r m; do
-	insmod "/lib/modules/$m" 2>/dev/null
-done </lib/modules/order
-o=trans=virtio,version=9p2000.L,msize=262144
-mount -t 9p -o $o,cache=none ctl /ctl || { echo "init: no ctl share"; poweroff -f; }
-. /ctl/config
-bind_shares() {
-	while read -r d; do
-		[ -n "$d" ] || continue
-		mkdir -p "$d" && mount -o bind "/host$d" "$d" || return 1
-	done </ctl/binds
-}
-# /tmp first, so that a bound folder under /tmp is not hidden by it; the
-# writable work share last, over any read-only folder holding it.
-mount -t tmpfs tmp /tmp &&
-mount -t 9p -o $o,ro,cache=loose hostroot /host &&
-bind_shares &&
-mkdir -p "$WORK" &&
-mount -t 9p -o $o,cache=none work "$WORK" || { echo "init: mounts failed" >>/ctl/err; poweroff -f; }
-[ -c /dev/kvm ] || echo "with-kvm: warning: no /dev/kvm in the nested arm64 host" >>/ctl/err
-(while :; do date +%s >/ctl/beat; sleep 5; done) &
-# Ahead of the guests' vCPUs: silence must mean a wedge, not a busy host.
-busybox renice -n -20 -p $! >/dev/null
-echo up >/ctl/up
-# Each job: remote-run leaves jobs/NAME/cmd and then jobs/NAME.go.
-run_job() {
-	d=/ctl/jobs/$1
-	(sh "$d/cmd" </dev/null >"$d/out" 2>"$d/err"; echo $? >"$d/rc.tmp"; mv "$d/rc.tmp" "$d/rc") &
-	while [ ! -e "$d/rc" ] && [ -d "$d" ]; do
-		if [ -e "$d/kill" ] && [ -e "$d/pid" ]; then
-			kill -"$(cat "$d/kill")" "$(cat "$d/pid" 2>/dev/null)" 2>/dev/null
-			rm -f "$d/kill"
-		fi
-		sleep 0.1
-	done
-}
-while [ ! -e /ctl/stop ]; do
-	for g in /ctl/jobs/*.go; do
-		[ -e "$g" ] || continue
-		rm -f "$g"
-		n=${g##*/}
-		run_job "${n%.go}" &
-	done
-	sleep 0.1
-done
-poweroff -f
-# ---- end arm64 inner init ----
