@@ -53,7 +53,7 @@ nested_arm64() {
 
 # Boots the host and waits for it to come up; 1 when it did not.
 nested_arm64_boot() {
-	local kernel=$1 initrd=$2 waited=0
+	local kernel=$1 initrd=$2
 	rm -f "$ctl/up" "$ctl/beat" "$ctl/stop"
 	qemu-system-aarch64 -M virt,virtualization=on,gic-version=3 -cpu max \
 		-accel tcg,thread=multi -smp "${cpus:-2}" -m "$mem" \
@@ -65,21 +65,7 @@ nested_arm64_boot() {
 		-virtfs "local,path=$ctl,mount_tag=ctl,security_model=none" \
 		</dev/null >"$ctl/qemu.log" 2>&1 &
 	qpid=$!
-	while [ ! -e "$ctl/up" ]; do
-		if ! kill -0 "$qpid" 2>/dev/null; then
-			echo "$prog: nested arm64 host exited before it came up" >&2
-			tail -n 20 "$ctl/qemu.log" "$ctl/console" >&2 2>/dev/null
-			qpid=
-			return 1
-		fi
-		if [ "$waited" -ge "${BRISK_WITH_KVM_START_TIMEOUT:-90}" ]; then
-			echo "$prog: nested arm64 host hung at start" >&2
-			nested_arm64_stop
-			return 1
-		fi
-		sleep 1
-		waited=$((waited + 1))
-	done
+	nested_wait_up "nested arm64 host" || return 1
 	[ -s "$ctl/err" ] && cat "$ctl/err" >&2
 	return 0
 }
