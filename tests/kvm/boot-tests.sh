@@ -84,9 +84,6 @@ dx_addr= pv_addr=
 # Characters the kernel's parser could mangle if brisk passed the command
 # line carelessly: dots, dashes, commas, slashes, percent, tilde, at, plus.
 token="brisk.tok=Zq9-x_7.k,/%~@+Ab"
-# The panic path prints a stack trace over the emulated UART before pvpanic
-# fires; at ~300 us per exit in a nested host that alone takes seconds.
-if [ "${BRISK_WITH_KVM_ROUTE:-}" = nested ]; then panic_limit=15; else panic_limit=1; fi
 mem_floor=87
 # Bounds one boot should it hang; a nested boot takes about 40 s.
 guard_s=${BRISK_BOOT_TESTS_GUARD:-90}
@@ -245,16 +242,12 @@ boot() {
 		# has no pvpanic driver).
 		tap_diag "$name: the guest kernel has no pvpanic driver: it rebooted (exit 0); pvpanic-write-smp1 checks exit 2"
 	elif [ "$action" = panic ] || [ "$action" = pvpanic-write ]; then
+		# The exit status above already tells a pvpanic exit from -timeout
+		# or a hang; how long the exit took is only reported, never judged.
 		local t_panic
 		t_panic=$(awk '$2 == "BRISK-PANIC-NOW" { print $1; exit }' "$log")
-		if [ -n "$t_panic" ]; then
-			local dt
-			dt=$(elapsed "$t_panic" "$t_end")
-			awk -v d="$dt" -v l="$panic_limit" 'BEGIN { exit !(d <= l) }'
-			tap_status $? "$name: exit ${dt}s after the panic (limit ${panic_limit}s)"
-		else
-			tap_fail "$name: exit within ${panic_limit}s of the panic: guest never reached the panic"
-		fi
+		tap_status $([ -n "$t_panic" ]; echo $?) "$name: the guest reached its panic"
+		[ -z "$t_panic" ] || tap_diag "$name: exit $(elapsed "$t_panic" "$t_end")s after the panic"
 	fi
 	if [ "$tap_dirty" -ne 0 ]; then
 		sed 's/^[^ ]* /#   /' "$log" | tail -n 30
