@@ -150,7 +150,7 @@ static void test_pl011(void)
 	struct chardev *cd;
 	struct pl011 *s;
 
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	CHECK(pipe(in) == 0 && pipe(out) == 0);
 	cd = chardev_open_fds(&b.m, in[0], out[1]);
 	s = cd ? pl011_new(&b.m, UART, UART_SPI, cd) : NULL;
@@ -174,7 +174,7 @@ static void test_pl031(void)
 	struct test_board b;
 	struct pl031 *r;
 
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	fake_now_s = 1700000000;
 	r = pl031_new(&b.m, RTC, fake_now);
 	CHECK(r != NULL);
@@ -240,7 +240,7 @@ static void test_mmio_exits(void)
 	struct test_board b;
 	uint64_t v;
 
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	CHECK(pvpanic_init(&b.m, &b.m.mmio, 0x09020000) == 0);
 	CHECK(debug_exit_init(&b.m, &b.m.mmio, 0x09030000, 4) == 0);
 	bus_read(&b.m.mmio, 0x09020000, &v, 1);
@@ -263,7 +263,7 @@ static void test_mmio_debug_exit_default(void)
 {
 	struct test_board b;
 
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	CHECK(debug_exit_init(&b.m, &b.m.mmio, 0x09030000, 2) == 0);
 	CHECK(bus_write(&b.m.mmio, 0x09030000, 0x21, 4));
 	CHECK(take_status(&b) == 67);
@@ -286,14 +286,13 @@ static const struct bus_ops bar_ops = { .read = bar_read };
 static void test_ecam(void)
 {
 	struct test_board b;
-	struct pci_bus *bus;
 	struct pci_ecam *e;
 	uint64_t v;
 	uint32_t type1;
 
-	board_init(&b, 1);
-	bus = pci_bus_new(&b.m.pio, &b.m.mmio, &b.m.irq, 0x10000000, 0x1000000);
-	e = bus ? pci_ecam_new(bus, &b.m.mmio, 0x3f000000) : NULL;
+	board_init(&b, 1, BOARD_RAM_SIZE);
+	board_pci(&b, 0x10000000, 0x1000000);
+	e = pci_ecam_new(b.m.pci, &b.m.mmio, 0x3f000000);
 	CHECK(e != NULL);
 	if (!e)
 		return;
@@ -310,7 +309,7 @@ static void test_ecam(void)
 
 	pci_device_init(&d, 0x1af4, 0x1042, 0x018000, 1, 0x1af4, 2);
 	CHECK(pci_device_add_bar(&d, 0, 0x1000, 0, &bar_ops, NULL) == 0);
-	CHECK(pci_register_device(bus, &d) == 0 && d.slot == 1);
+	CHECK(pci_register_device(b.m.pci, &d) == 0 && d.slot == 1);
 	/*
 	 * Moving the BAR through ECAM re-registers it on the bus the config
 	 * write itself came in on: no deadlock, and it answers at once.
@@ -330,10 +329,9 @@ static void test_ecam(void)
 	CHECK(v == 0);
 	bus_read(&b.m.mmio, 0x3f000001, &v, 2);		/* misaligned */
 	CHECK(v == 0xffff);
-	CHECK(pci_ecam_new(bus, &b.m.mmio, 0x3f000000) == NULL);	/* taken */
+	CHECK(pci_ecam_new(b.m.pci, &b.m.mmio, 0x3f000000) == NULL);	/* taken */
 	pci_ecam_free(e);
 	pci_unregister_device(&d);
-	pci_bus_free(bus);
 	board_destroy(&b);
 }
 

@@ -193,7 +193,7 @@ static void test_serial(const char *dir)
 	char path[256], got[16] = { 0 };
 	int pfd[2];
 
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	snprintf(path, sizeof(path), "%s/serial-out", dir);
 	CHECK(chardev_open(&b.m, "bogus") == NULL);
 	CHECK(chardev_open(&b.m, "file:") == NULL);
@@ -285,7 +285,7 @@ static void serial_escapes_child(int pty, int failed0)
 	CHECK(setsid() > 0);
 	tty = open(ptsname(pty), O_RDWR);	/* the session's terminal now */
 	CHECK(tty >= 0 && dup2(tty, 0) == 0);
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	struct chardev *cd = chardev_open(&b.m, "stdio");
 	struct serial *s = cd ? serial_new(&b.m, SERIAL_COM1_BASE, SERIAL_COM1_IRQ, cd) : NULL;
 
@@ -336,7 +336,7 @@ static void test_debug_exit(void)
 {
 	struct test_board b;
 
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	CHECK(debug_exit_init(&b.m, &b.m.pio, 0xf4, 3) == -1);
 	CHECK(debug_exit_init(&b.m, &b.m.pio, 0xffff, 2) == -1);
 	CHECK(debug_exit_init(&b.m, &b.m.pio, 0xf4, 1) == 0);
@@ -359,7 +359,7 @@ static void test_pvpanic(void)
 {
 	struct test_board b;
 
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	CHECK(pvpanic_init(&b.m, &b.m.pio, PVPANIC_IOPORT) == 0);
 	CHECK(inb(&b, 0x505) == 0x03);
 	outb(&b, 0x505, 0x02);			/* crash kernel loaded: carry on */
@@ -393,7 +393,7 @@ static void test_i8042(void)
 	struct test_board b;
 	bool ok;
 
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	struct i8042 *k = i8042_new(&b.m);
 
 	CHECK(k != NULL);
@@ -452,7 +452,7 @@ static void test_acpi_pm(void)
 {
 	struct test_board b;
 
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	struct acpi_pm *pm = acpi_pm_new(&b.m);
 
 	CHECK(pm != NULL);
@@ -571,7 +571,7 @@ static void test_acpi_tables(unsigned ncpus)
 {
 	struct test_board b;
 
-	board_init(&b, ncpus);
+	board_init(&b, ncpus, BOARD_RAM_SIZE);
 	uint64_t rsdp_gpa = acpi_build(&b.m, 0xe0000, 0x10000);
 
 	CHECK(rsdp_gpa == 0xe0000);
@@ -626,7 +626,7 @@ static void test_acpi_tables(unsigned ncpus)
 		test_madt(&b, madt, ncpus);
 
 	/* Nothing lands outside the range it was given. */
-	CHECK(all_zero(b.ram, 0xe0000) && all_zero(b.ram + 0xf0000, RAM_SIZE - 0xf0000));
+	CHECK(all_zero(b.ram, 0xe0000) && all_zero(b.ram + 0xf0000, BOARD_RAM_SIZE - 0xf0000));
 	board_destroy(&b);
 }
 
@@ -634,15 +634,15 @@ static void test_acpi_errors(void)
 {
 	struct test_board b;
 
-	board_init(&b, 2);
+	board_init(&b, 2, BOARD_RAM_SIZE);
 	CHECK(acpi_build(&b.m, 0xe0000, 64) == 0);		/* too small */
-	CHECK(acpi_build(&b.m, RAM_SIZE - 0x800, 0x1000) == 0);	/* not RAM */
+	CHECK(acpi_build(&b.m, BOARD_RAM_SIZE - 0x800, 0x1000) == 0);	/* not RAM */
 	CHECK(acpi_build(&b.m, 0xe0008, 0x1000) == 0);		/* misaligned */
 	b.m.ncpus = 0;
 	CHECK(acpi_build(&b.m, 0xe0000, 0x10000) == 0);
 	b.m.ncpus = 300;
 	CHECK(acpi_build(&b.m, 0xe0000, 0x10000) == 0);
-	CHECK(all_zero(b.ram, RAM_SIZE));
+	CHECK(all_zero(b.ram, BOARD_RAM_SIZE));
 	board_destroy(&b);
 }
 

@@ -60,7 +60,7 @@ static void wr(struct test_board *b, uint8_t idx, uint8_t v)
 
 static struct mc146818 *setup(struct test_board *b, uint64_t ns)
 {
-	board_init(b, 1);
+	board_init(b, 1, BOARD_RAM_SIZE);
 	b->m.loop = iothread_new("test-rtc");
 	fake_ns = ns;
 	return mc146818_new(&b->m, fake_now);
@@ -97,7 +97,7 @@ static void test_power_up(void)
 	CHECK(mc146818_new(&b.m, fake_now) == NULL);	/* ports taken */
 	teardown(&b, r);
 
-	board_init(&b, 1);			/* no event loop: no interrupt */
+	board_init(&b, 1, BOARD_RAM_SIZE);			/* no event loop: no interrupt */
 	CHECK(mc146818_new(&b.m, fake_now) == NULL);
 	board_destroy(&b);
 	check_case("power-up register values, ports taken, no event loop");
@@ -403,7 +403,7 @@ static void test_localtime(void)
 	/* UTC+5:30 with no daylight saving: the offset is fixed. */
 	setenv("TZ", "XST-5:30", 1);
 	tzset();
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	b.m.loop = iothread_new("test-rtc");
 	struct mc146818 *r = mc146818_new(&b.m, mc146818_host_localtime);
 
@@ -412,7 +412,7 @@ static void test_localtime(void)
 	CHECK(hour_now(&b, 5 * 3600 + 30 * 60, &want) == want);
 	teardown(&b, r);
 
-	board_init(&b, 1);
+	board_init(&b, 1, BOARD_RAM_SIZE);
 	b.m.loop = iothread_new("test-rtc");
 	r = mc146818_new(&b.m, mc146818_host_now);
 	wr(&b, REG_B, 0x06);
