@@ -19,94 +19,7 @@
 #include "virtio/virtio.h"
 
 #include "check.h"
-/* ---- a fake interrupt controller ---- */
-
-#define MAX_ROUTES 16
-struct fake_route {
-	bool used;
-	int efd;
-	uint64_t addr;
-	uint32_t data;
-	uint32_t devid;
-};
-
-struct fake_irq {
-	struct fake_route r[MAX_ROUTES];
-	unsigned route_sets;
-	unsigned ioeventfd_calls;
-	uint64_t ioeventfd_last_addr;
-	unsigned ioeventfd_last_len;
-};
-
-static int fake_route_add(void *opaque, int efd, uint64_t addr, uint32_t data,
-			  uint32_t devid)
-{
-	struct fake_irq *f = opaque;
-
-	for (int i = 0; i < MAX_ROUTES; i++) {
-		if (!f->r[i].used) {
-			f->r[i] = (struct fake_route){ true, efd, addr, data, devid };
-			return i;
-		}
-	}
-	return -1;
-}
-
-static int fake_route_set(void *opaque, int route, uint64_t addr, uint32_t data)
-{
-	struct fake_irq *f = opaque;
-
-	if (route < 0 || route >= MAX_ROUTES || !f->r[route].used)
-		return -1;
-	f->r[route].addr = addr;
-	f->r[route].data = data;
-	f->route_sets++;
-	return 0;
-}
-
-static void fake_route_del(void *opaque, int route)
-{
-	struct fake_irq *f = opaque;
-
-	if (route >= 0 && route < MAX_ROUTES)
-		f->r[route].used = false;
-}
-
-/* Refuses, so every kick arrives through the MMIO bus. */
-static int fake_ioeventfd(void *opaque, bool assign, uint64_t addr, unsigned len, int efd)
-{
-	struct fake_irq *f = opaque;
-
-	(void)efd;
-	if (assign) {
-		f->ioeventfd_calls++;
-		f->ioeventfd_last_addr = addr;
-		f->ioeventfd_last_len = len;
-	}
-	return -1;
-}
-
-static void fake_set_irq(void *opaque, unsigned gsi, int level)
-{
-	(void)opaque; (void)gsi; (void)level;
-}
-
-static const struct irq_ops fake_irq_ops = {
-	.set_irq = fake_set_irq,
-	.msi_route_add = fake_route_add,
-	.msi_route_set = fake_route_set,
-	.msi_route_del = fake_route_del,
-	.ioeventfd = fake_ioeventfd,
-};
-
-/* The route (and so the eventfd) the guest programmed with this data. */
-static struct fake_route *route_by_data(struct fake_irq *f, uint32_t data)
-{
-	for (int i = 0; i < MAX_ROUTES; i++)
-		if (f->r[i].used && f->r[i].data == data)
-			return &f->r[i];
-	return NULL;
-}
+#include "test-board.h"
 
 /* Reads (and so clears) an eventfd; true if it had been signalled. */
 static bool fd_fired(int fd)
@@ -163,57 +76,27 @@ static const struct virtio_device_ops td_ops = {
 #define F_VERSION_1 (1ull << 32)
 #define F_RING_PACKED (1ull << 34)
 #define F_EVENT_IDX (1ull << 29)
-#define RAM_SIZE (1u << 20)
-#define WIN_BASE 0xc0000000ull
-#define WIN_SIZE 0x10000000ull
 
-static struct machine m;
-static struct fake_irq fake;
+static struct test_board b;
 static struct testdev td;
 static struct virtio_device vdev;
-static uint8_t *ram;
-
-static uint32_t cfg_addr(unsigned bus, unsigned dev, unsigned fn, unsigned off)
-{
-	return 0x80000000u | bus << 16 | dev << 11 | fn << 8 | (off & 0xfc);
-}
-
-static uint32_t cfg_read_bdf(unsigned bus, unsigned dev, unsigned fn, unsigned off, unsigned size)
-{
-	uint64_t v;
-
-	bus_write(&m.pio, 0xcf8, cfg_addr(bus, dev, fn, off), 4);
-	bus_read(&m.pio, 0xcfc + (off & 3), &v, size);
-	return v;
-}
-
-static uint32_t cfg_read(unsigned dev, unsigned off, unsigned size)
-{
-	return cfg_read_bdf(0, dev, 0, off, size);
-}
-
-static void cfg_write(unsigned dev, unsigned off, uint32_t val, unsigned size)
-{
-	bus_write(&m.pio, 0xcf8, cfg_addr(0, dev, 0, off), 4);
-	bus_write(&m.pio, 0xcfc + (off & 3), val, size);
-}
 
 static uint64_t mmio_read(uint64_t addr, unsigned size)
 {
 	uint64_t v;
 
-	bus_read(&m.mmio, addr, &v, size);
+	bus_read(&b.m.mmio, addr, &v, size);
 	return v;
 }
 
 static void mmio_write(uint64_t addr, uint64_t val, unsigned size)
 {
-	bus_write(&m.mmio, addr, val, size);
+	bus_write(&b.m.mmio, addr, val, size);
 }
 
 /* What the driver learnt from config space. */
 struct probe {
-	unsigned slot;
+	unsigned devfn;
 	uint64_t bar_addr[6], bar_size[6];
 	uint64_t common, isr, device, notify;	/* guest addresses */
 	uint32_t device_len, notify_len, notify_mult;
@@ -248,65 +131,65 @@ static void test_scan(void)
 	uint64_t v;
 
 	/* Type-1 probe as Linux does it: CONFIG_ADDRESS reads back. */
-	bus_write(&m.pio, 0xcf8, 0x80000000u, 4);
-	bus_read(&m.pio, 0xcf8, &v, 4);
+	bus_write(&b.m.pio, 0xcf8, 0x80000000u, 4);
+	bus_read(&b.m.pio, 0xcf8, &v, 4);
 	CHECK_EQ(v, 0x80000000u);
 
-	CHECK_EQ(cfg_read(0, 0x00, 2), 0x8086);
-	CHECK_EQ(cfg_read(0, 0x0a, 2), 0x0600);	/* host bridge */
-	CHECK_EQ(cfg_read(0, 0x0e, 1) & 0x7f, 0);	/* header type 0 */
+	CHECK_EQ(cfg_read(&b, 0, 0x00, 2), 0x8086);
+	CHECK_EQ(cfg_read(&b, 0, 0x0a, 2), 0x0600);	/* host bridge */
+	CHECK_EQ(cfg_read(&b, 0, 0x0e, 1) & 0x7f, 0);	/* header type 0 */
 
-	p.slot = 0;
+	p.devfn = 0;
 	for (unsigned dev = 1; dev < 32; dev++) {
-		uint32_t vendor = cfg_read(dev, 0x00, 2);
+		uint32_t vendor = cfg_read(&b, dev << 3, 0x00, 2);
 
 		if (vendor == 0xffff)
 			continue;
-		CHECK(p.slot == 0);
-		p.slot = dev;
+		CHECK(p.devfn == 0);
+		p.devfn = dev << 3;
 	}
-	CHECK_EQ(p.slot, 1);
-	CHECK_EQ(cfg_read(p.slot, 0x00, 4), 0x1af4u | (0x1040u + TD_ID) << 16);
-	CHECK_EQ(cfg_read(p.slot, 0x08, 1), 1);	/* revision 1: modern */
-	CHECK_EQ(cfg_read(p.slot, 0x08, 4) >> 8, 0xff0000);	/* class */
-	CHECK_EQ(cfg_read(p.slot, 0x2c, 2), 0x1af4);
-	CHECK(cfg_read(p.slot, 0x2e, 2) >= 0x40);
+	CHECK_EQ(p.devfn, 1 << 3);
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x00, 4), 0x1af4u | (0x1040u + TD_ID) << 16);
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x08, 1), 1);	/* revision 1: modern */
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x08, 4) >> 8, 0xff0000);	/* class */
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x2c, 2), 0x1af4);
+	CHECK(cfg_read(&b, p.devfn, 0x2e, 2) >= 0x40);
 	/* Empty slots, other buses, other functions, and enable bit off. */
-	CHECK_EQ(cfg_read(7, 0x00, 4), 0xffffffffu);
-	CHECK_EQ(cfg_read(7, 0x02, 2), 0xffff);
-	CHECK_EQ(cfg_read_bdf(1, 0, 0, 0, 4), 0xffffffffu);
-	CHECK_EQ(cfg_read_bdf(0, p.slot, 1, 0, 2), 0xffff);
-	bus_write(&m.pio, 0xcf8, cfg_addr(0, 0, 0, 0) & ~0x80000000u, 4);
-	bus_read(&m.pio, 0xcfc, &v, 4);
+	CHECK_EQ(cfg_read(&b, 7 << 3, 0x00, 4), 0xffffffffu);
+	CHECK_EQ(cfg_read(&b, 7 << 3, 0x02, 2), 0xffff);
+	CHECK_EQ(cfg_read(&b, 1 << 8, 0, 4), 0xffffffffu);
+	CHECK_EQ(cfg_read(&b, p.devfn | 1, 0, 2), 0xffff);
+	bus_write(&b.m.pio, 0xcf8, 0, 4);
+	bus_read(&b.m.pio, 0xcfc, &v, 4);
 	CHECK_EQ(v, 0xffffffffu);
 	/* Byte and word reads at every offset inside 0xcfc..0xcff. */
-	CHECK_EQ(cfg_read(p.slot, 0x01, 1), 0x1a);
-	CHECK_EQ(cfg_read(p.slot, 0x03, 1), (0x1040 + TD_ID) >> 8);
-	CHECK_EQ(cfg_read(p.slot, 0x02, 2), 0x1040 + TD_ID);
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x01, 1), 0x1a);
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x03, 1), (0x1040 + TD_ID) >> 8);
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x02, 2), 0x1040 + TD_ID);
 	/* Read-only header fields stay put. */
-	cfg_write(p.slot, 0x00, 0x12345678, 4);
-	CHECK_EQ(cfg_read(p.slot, 0x00, 2), 0x1af4);
+	cfg_write(&b, p.devfn, 0x00, 0x12345678, 4);
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x00, 2), 0x1af4);
 	/* The interrupt line is scratch; the pin says no INTx. */
-	cfg_write(p.slot, 0x3c, 0x0b, 1);
-	CHECK_EQ(cfg_read(p.slot, 0x3c, 1), 0x0b);
-	CHECK_EQ(cfg_read(p.slot, 0x3d, 1), 0);
+	cfg_write(&b, p.devfn, 0x3c, 0x0b, 1);
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x3c, 1), 0x0b);
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x3d, 1), 0);
 }
 
 static void test_bars(void)
 {
-	uint16_t cmd = cfg_read(p.slot, 0x04, 2);
+	uint16_t cmd = cfg_read(&b, p.devfn, 0x04, 2);
 
 	CHECK(cmd & 0x2);	/* memory decoding on, as firmware leaves it */
 	/* Size with decoding off, as Linux does. */
-	cfg_write(p.slot, 0x04, cmd & ~0x2, 2);
+	cfg_write(&b, p.devfn, 0x04, cmd & ~0x2, 2);
 	for (unsigned i = 0; i < 6; i++) {
 		unsigned off = 0x10 + 4 * i;
-		uint32_t orig = cfg_read(p.slot, off, 4);
+		uint32_t orig = cfg_read(&b, p.devfn, off, 4);
 
-		cfg_write(p.slot, off, 0xffffffff, 4);
-		uint32_t mask = cfg_read(p.slot, off, 4);
+		cfg_write(&b, p.devfn, off, 0xffffffff, 4);
+		uint32_t mask = cfg_read(&b, p.devfn, off, 4);
 
-		cfg_write(p.slot, off, orig, 4);
+		cfg_write(&b, p.devfn, off, orig, 4);
 		if (mask == 0) {
 			p.bar_size[i] = 0;
 			continue;
@@ -316,11 +199,11 @@ static void test_bars(void)
 		uint64_t size_mask = mask & ~0xfull;
 
 		if ((mask & 6) == 4) {	/* 64-bit */
-			uint32_t orig_hi = cfg_read(p.slot, off + 4, 4);
+			uint32_t orig_hi = cfg_read(&b, p.devfn, off + 4, 4);
 
-			cfg_write(p.slot, off + 4, 0xffffffff, 4);
-			size_mask |= (uint64_t)cfg_read(p.slot, off + 4, 4) << 32;
-			cfg_write(p.slot, off + 4, orig_hi, 4);
+			cfg_write(&b, p.devfn, off + 4, 0xffffffff, 4);
+			size_mask |= (uint64_t)cfg_read(&b, p.devfn, off + 4, 4) << 32;
+			cfg_write(&b, p.devfn, off + 4, orig_hi, 4);
 			addr |= (uint64_t)orig_hi << 32;
 		} else {
 			size_mask |= 0xffffffff00000000ull;
@@ -330,40 +213,40 @@ static void test_bars(void)
 		if ((mask & 6) == 4)
 			i++;
 	}
-	cfg_write(p.slot, 0x04, cmd, 2);
+	cfg_write(&b, p.devfn, 0x04, cmd, 2);
 
 	CHECK_EQ(p.bar_size[0], 0);
 	CHECK_EQ(p.bar_size[1], 0x1000);
-	CHECK_EQ(cfg_read(p.slot, 0x14, 4) & 0xf, 0);		/* 32-bit, not prefetchable */
-	CHECK_EQ(cfg_read(p.slot, 0x20, 4) & 0xf, 0xc);	/* 64-bit prefetchable */
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x14, 4) & 0xf, 0);		/* 32-bit, not prefetchable */
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x20, 4) & 0xf, 0xc);	/* 64-bit prefetchable */
 	CHECK_EQ(p.bar_size[4], 0x4000);
 	CHECK_EQ(p.bar_size[2] | p.bar_size[3], 0);
 	for (unsigned i = 1; i < 6; i += 3) {
 		CHECK_EQ(p.bar_addr[i] % p.bar_size[i], 0);	/* naturally aligned */
-		CHECK(p.bar_addr[i] >= WIN_BASE &&
-		      p.bar_addr[i] + p.bar_size[i] <= WIN_BASE + WIN_SIZE);
+		CHECK(p.bar_addr[i] >= BOARD_PCI_BASE &&
+		      p.bar_addr[i] + p.bar_size[i] <= BOARD_PCI_BASE + BOARD_PCI_SIZE);
 	}
 	CHECK(p.bar_addr[1] + p.bar_size[1] <= p.bar_addr[4] ||
 	      p.bar_addr[4] + p.bar_size[4] <= p.bar_addr[1]);
 	/* Host bridge has no BARs. */
-	cfg_write(0, 0x10, 0xffffffff, 4);
-	CHECK_EQ(cfg_read(0, 0x10, 4), 0);
+	cfg_write(&b, 0, 0x10, 0xffffffff, 4);
+	CHECK_EQ(cfg_read(&b, 0, 0x10, 4), 0);
 }
 
 static void test_caps(void)
 {
-	CHECK(cfg_read(p.slot, 0x06, 2) & 0x10);
-	unsigned ptr = cfg_read(p.slot, 0x34, 1) & ~3u;
+	CHECK(cfg_read(&b, p.devfn, 0x06, 2) & 0x10);
+	unsigned ptr = cfg_read(&b, p.devfn, 0x34, 1) & ~3u;
 	unsigned guard = 0;
 
 	while (ptr && guard++ < 48) {
 		CHECK(ptr >= 0x40 && ptr < 0x100);
-		unsigned id = cfg_read(p.slot, ptr, 1);
+		unsigned id = cfg_read(&b, p.devfn, ptr, 1);
 
 		if (id == 0x11) {
-			uint16_t ctrl = cfg_read(p.slot, ptr + 2, 2);
-			uint32_t table = cfg_read(p.slot, ptr + 4, 4);
-			uint32_t pba = cfg_read(p.slot, ptr + 8, 4);
+			uint16_t ctrl = cfg_read(&b, p.devfn, ptr + 2, 2);
+			uint32_t table = cfg_read(&b, p.devfn, ptr + 4, 4);
+			uint32_t pba = cfg_read(&b, p.devfn, ptr + 8, 4);
 
 			p.msix_cap = ptr;
 			p.msix_n = (ctrl & 0x7ff) + 1;
@@ -372,30 +255,30 @@ static void test_caps(void)
 			CHECK_EQ(table & 7, 1);
 			CHECK_EQ(ctrl & 0xc000, 0);
 		} else if (id == 0x09) {
-			unsigned type = cfg_read(p.slot, ptr + 3, 1);
-			unsigned bar = cfg_read(p.slot, ptr + 4, 1);
-			uint32_t off = cfg_read(p.slot, ptr + 8, 4);
-			uint32_t len = cfg_read(p.slot, ptr + 12, 4);
+			unsigned type = cfg_read(&b, p.devfn, ptr + 3, 1);
+			unsigned bar = cfg_read(&b, p.devfn, ptr + 4, 1);
+			uint32_t off = cfg_read(&b, p.devfn, ptr + 8, 4);
+			uint32_t len = cfg_read(&b, p.devfn, ptr + 12, 4);
 			uint64_t addr = p.bar_addr[bar % 6] + off;
 
 			p.caps_found |= 1u << type;
 			if (type == 5) {	/* PCI_CFG: a window, not a region */
 				p.pci_cfg = ptr;
-				CHECK_EQ(cfg_read(p.slot, ptr + 2, 1), 20);
-				ptr = cfg_read(p.slot, ptr + 1, 1) & ~3u;
+				CHECK_EQ(cfg_read(&b, p.devfn, ptr + 2, 1), 20);
+				ptr = cfg_read(&b, p.devfn, ptr + 1, 1) & ~3u;
 				continue;
 			}
 			CHECK_EQ(bar, 4);
 			CHECK(off + (uint64_t)len <= p.bar_size[bar]);
-			CHECK(cfg_read(p.slot, ptr + 2, 1) >= 16);
+			CHECK(cfg_read(&b, p.devfn, ptr + 2, 1) >= 16);
 			if (type == 1) {
 				p.common = addr;
 				CHECK(len >= 0x38);
 			} else if (type == 2) {
 				p.notify = addr;
 				p.notify_len = len;
-				p.notify_mult = cfg_read(p.slot, ptr + 16, 4);
-				CHECK_EQ(cfg_read(p.slot, ptr + 2, 1), 20);
+				p.notify_mult = cfg_read(&b, p.devfn, ptr + 16, 4);
+				CHECK_EQ(cfg_read(&b, p.devfn, ptr + 2, 1), 20);
 			} else if (type == 3) {
 				p.isr = addr;
 			} else if (type == 4) {
@@ -403,7 +286,7 @@ static void test_caps(void)
 				p.device_len = len;
 			}
 		}
-		ptr = cfg_read(p.slot, ptr + 1, 1) & ~3u;
+		ptr = cfg_read(&b, p.devfn, ptr + 1, 1) & ~3u;
 	}
 	CHECK_EQ(p.caps_found, 0x3e);	/* common, notify, ISR, device, pci_cfg */
 	CHECK(p.msix_cap != 0);
@@ -412,8 +295,8 @@ static void test_caps(void)
 	CHECK_EQ(p.notify_len, 8);
 	CHECK_EQ(p.device_len, 8);
 	/* The capability bytes are read-only. */
-	cfg_write(p.slot, p.msix_cap + 4, 0, 4);
-	CHECK_EQ(cfg_read(p.slot, p.msix_cap + 4, 4) & 7, 1);
+	cfg_write(&b, p.devfn, p.msix_cap + 4, 0, 4);
+	CHECK_EQ(cfg_read(&b, p.devfn, p.msix_cap + 4, 4) & 7, 1);
 }
 
 #define MSI_ADDR 0xfee00000u
@@ -442,25 +325,25 @@ static void test_msix_setup(void)
 	for (unsigned v = 0; v < p.msix_n; v++)
 		CHECK_EQ(mmio_read(p.msix_table + 16 * v + 12, 4) & 1, 1);
 	/* Enable with the function masked, program, then unmask (Linux's order). */
-	cfg_write(p.slot, ctrl, 0xc000, 2);
-	CHECK_EQ(cfg_read(p.slot, ctrl, 2) & 0xc000, 0xc000);
-	CHECK_EQ(cfg_read(p.slot, ctrl, 2) & 0x7ff, 2);	/* table size read-only */
+	cfg_write(&b, p.devfn, ctrl, 0xc000, 2);
+	CHECK_EQ(cfg_read(&b, p.devfn, ctrl, 2) & 0xc000, 0xc000);
+	CHECK_EQ(cfg_read(&b, p.devfn, ctrl, 2) & 0x7ff, 2);	/* table size read-only */
 	for (unsigned v = 0; v < p.msix_n; v++)
 		msix_entry_write(v, MSI_ADDR, msi_data(v), false);
 	CHECK_EQ(mmio_read(p.msix_table + 8, 4), msi_data(0));
 	CHECK_EQ(mmio_read(p.msix_table + 16 + 12, 4), 0);
 	/* No route while the function is masked... */
-	CHECK(route_by_data(&fake, msi_data(0)) == NULL);
-	cfg_write(p.slot, ctrl, 0x8000, 2);
+	CHECK(route_by_data(&b, msi_data(0)) == NULL);
+	cfg_write(&b, p.devfn, ctrl, 0x8000, 2);
 	/* ...one per vector, with what the guest wrote, once unmasked. */
 	for (unsigned v = 0; v < p.msix_n; v++) {
-		struct fake_route *r = route_by_data(&fake, msi_data(v));
+		struct board_route *r = route_by_data(&b, msi_data(v));
 
 		CHECK(r != NULL);
 		if (r) {
 			CHECK_EQ(r->addr, MSI_ADDR);
-			/* Bus 0, function 0: the requester id is slot << 3. */
-			CHECK_EQ(r->devid, p.slot * 8);
+			/* Bus 0: the requester id is the devfn. */
+			CHECK_EQ(r->devid, p.devfn);
 		}
 	}
 	/* Nothing pending yet, and the PBA is read-only. */
@@ -593,15 +476,15 @@ static void test_packed_queue_and_kick(void)
 	cc_write(Q_ENABLE, 1, 2);
 	CHECK_EQ(cc_read(Q_ENABLE, 2), 0);
 
-	unsigned before = fake.ioeventfd_calls;
+	unsigned before = b.ioeventfd_calls;
 
 	cc_write(STATUS, 1 | 2 | 8 | 4, 1);
 	CHECK_EQ(cc_read(STATUS, 1), 1 | 2 | 8 | 4);
 	CHECK_EQ(td.starts, 1);
 	/* Both doorbells offered to the accelerator, 2 bytes wide. */
-	CHECK_EQ(fake.ioeventfd_calls - before, 2);
-	CHECK_EQ(fake.ioeventfd_last_len, 2);
-	CHECK(fake.ioeventfd_last_addr == p.notify + 4 || fake.ioeventfd_last_addr == p.notify);
+	CHECK_EQ(b.ioeventfd_calls - before, 2);
+	CHECK_EQ(b.ioeventfd_last_len, 2);
+	CHECK(b.ioeventfd_last_addr == p.notify + 4 || b.ioeventfd_last_addr == p.notify);
 
 	/* It refused, so the kick exits to us and reaches kick_fd. */
 	CHECK(!fd_fired(vdev.queues[0].kick_fd));
@@ -624,7 +507,7 @@ static void notify_queue0(void)
 
 static void test_msix_delivery(void)
 {
-	struct fake_route *r1 = route_by_data(&fake, msi_data(1));
+	struct board_route *r1 = route_by_data(&b, msi_data(1));
 	int efd = r1 ? r1->efd : -1;
 
 	CHECK(r1 != NULL);
@@ -645,19 +528,19 @@ static void test_msix_delivery(void)
 	CHECK_EQ(mmio_read(p.msix_pba, 8), 0);
 
 	/* Function mask: the same through the control register. */
-	cfg_write(p.slot, p.msix_cap + 2, 0xc000, 2);
+	cfg_write(&b, p.devfn, p.msix_cap + 2, 0xc000, 2);
 	notify_queue0();
 	CHECK(!fd_fired(efd));
 	CHECK_EQ(mmio_read(p.msix_pba, 4), 1u << 1);
-	cfg_write(p.slot, p.msix_cap + 2, 0x8000, 2);
+	cfg_write(&b, p.devfn, p.msix_cap + 2, 0x8000, 2);
 	CHECK(fd_fired(efd));
 	CHECK_EQ(mmio_read(p.msix_pba, 4), 0);
 
 	/* Retargeting a live vector updates its route. */
-	unsigned sets = fake.route_sets;
+	unsigned sets = b.route_sets;
 
 	mmio_write(p.msix_table + 16 * 1 + 0, MSI_ADDR | 0x1000, 4);
-	CHECK_EQ(fake.route_sets, sets + 1);
+	CHECK_EQ(b.route_sets, sets + 1);
 	CHECK(r1 && r1->addr == (MSI_ADDR | 0x1000));
 	/* Masked rewrite: the route follows on unmask. */
 	msix_mask(1, true);
@@ -669,10 +552,10 @@ static void test_msix_delivery(void)
 	CHECK(r1 && r1->data == msi_data(1));
 
 	/* MSI-X disabled: nothing is sent (brisk has no INTx). */
-	cfg_write(p.slot, p.msix_cap + 2, 0, 2);
+	cfg_write(&b, p.devfn, p.msix_cap + 2, 0, 2);
 	notify_queue0();
 	CHECK(!fd_fired(efd));
-	cfg_write(p.slot, p.msix_cap + 2, 0x8000, 2);
+	cfg_write(&b, p.devfn, p.msix_cap + 2, 0x8000, 2);
 	CHECK(!fd_fired(efd));
 }
 
@@ -717,10 +600,10 @@ static void test_split_roundtrip(void)
 	CHECK(!vdev.queues[0].vq.packed);
 
 	/* One device-writable 64-byte buffer in descriptor 0. */
-	memset(ram + DESC_GPA, 0, 0x1000);
-	memset(ram + DRIVER_GPA, 0, 0x1000);
-	memset(ram + DEVICE_GPA, 0, 0x1000);
-	uint8_t *d = ram + DESC_GPA;
+	memset(b.ram + DESC_GPA, 0, 0x1000);
+	memset(b.ram + DRIVER_GPA, 0, 0x1000);
+	memset(b.ram + DEVICE_GPA, 0, 0x1000);
+	uint8_t *d = b.ram + DESC_GPA;
 	uint64_t addr = BUF_GPA;
 	uint32_t len = 64;
 	uint16_t flags = 2, idx = 1, head = 0;	/* VIRTQ_DESC_F_WRITE */
@@ -728,8 +611,8 @@ static void test_split_roundtrip(void)
 	memcpy(d, &addr, 8);
 	memcpy(d + 8, &len, 4);
 	memcpy(d + 12, &flags, 2);
-	memcpy(ram + DRIVER_GPA + 4, &head, 2);	/* ring[0] */
-	memcpy(ram + DRIVER_GPA + 2, &idx, 2);	/* avail idx */
+	memcpy(b.ram + DRIVER_GPA + 4, &head, 2);	/* ring[0] */
+	memcpy(b.ram + DRIVER_GPA + 2, &idx, 2);	/* avail idx */
 
 	cc_write(STATUS, 1 | 2 | 8 | 4, 1);
 	CHECK_EQ(cc_read(STATUS, 1), 0xf);
@@ -737,7 +620,7 @@ static void test_split_roundtrip(void)
 	CHECK(fd_fired(vdev.queues[0].kick_fd));
 
 	struct vq_elem *e = NULL;
-	struct fake_route *r1 = route_by_data(&fake, msi_data(1));
+	struct board_route *r1 = route_by_data(&b, msi_data(1));
 
 	pthread_mutex_lock(&vdev.lock);
 	int ret = virtqueue_pop(&vdev.queues[0].vq, sizeof(*e), &e);
@@ -753,12 +636,12 @@ static void test_split_roundtrip(void)
 	CHECK(r1 && fd_fired(r1->efd));
 	uint16_t used_idx;
 
-	memcpy(&used_idx, ram + DEVICE_GPA + 2, 2);
+	memcpy(&used_idx, b.ram + DEVICE_GPA + 2, 2);
 	CHECK_EQ(used_idx, 1);
 
 	/* The driver suppresses interrupts: virtio_notify stays quiet. */
 	flags = 1;	/* VRING_AVAIL_F_NO_INTERRUPT */
-	memcpy(ram + DRIVER_GPA, &flags, 2);
+	memcpy(b.ram + DRIVER_GPA, &flags, 2);
 	pthread_mutex_lock(&vdev.lock);
 	virtio_notify(&vdev, 0);
 	pthread_mutex_unlock(&vdev.lock);
@@ -769,35 +652,35 @@ static void test_split_roundtrip(void)
 static void test_bar_move(void)
 {
 	uint64_t old = p.bar_addr[4];
-	uint64_t new = WIN_BASE + 0x08000000;	/* 16K aligned, free */
+	uint64_t new = BOARD_PCI_BASE + 0x08000000;	/* 16K aligned, free */
 	unsigned bar = 0x20;
 
 	CHECK_EQ(mmio_read(old + 0x12, 2), 2);
-	uint16_t cmd = cfg_read(p.slot, 0x04, 2);
+	uint16_t cmd = cfg_read(&b, p.devfn, 0x04, 2);
 
-	cfg_write(p.slot, 0x04, cmd & ~2, 2);
+	cfg_write(&b, p.devfn, 0x04, cmd & ~2, 2);
 	CHECK_EQ(mmio_read(old + 0x12, 2), 0xffff);	/* decoding off */
-	cfg_write(p.slot, bar, (uint32_t)new | 0xc, 4);
-	cfg_write(p.slot, bar + 4, new >> 32, 4);
-	cfg_write(p.slot, 0x04, cmd, 2);
-	CHECK_EQ(cfg_read(p.slot, bar, 4), (uint32_t)new | 0xc);
+	cfg_write(&b, p.devfn, bar, (uint32_t)new | 0xc, 4);
+	cfg_write(&b, p.devfn, bar + 4, new >> 32, 4);
+	cfg_write(&b, p.devfn, 0x04, cmd, 2);
+	CHECK_EQ(cfg_read(&b, p.devfn, bar, 4), (uint32_t)new | 0xc);
 	CHECK_EQ(mmio_read(old + 0x12, 2), 0xffff);
 	CHECK_EQ(mmio_read(new + 0x12, 2), 2);
 	/* The doorbell followed. */
 	mmio_write(new + 0x3000, 0, 2);
 	CHECK(fd_fired(vdev.queues[0].kick_fd));
 	/* Moved with decoding on, too; onto the MSI-X BAR it decodes nothing. */
-	cfg_write(p.slot, bar, (uint32_t)p.bar_addr[1] | 0xc, 4);
+	cfg_write(&b, p.devfn, bar, (uint32_t)p.bar_addr[1] | 0xc, 4);
 	CHECK_EQ(mmio_read(new + 0x12, 2), 0xffff);
 	CHECK_EQ(mmio_read(p.msix_table + 8, 4), msi_data(0));
-	cfg_write(p.slot, bar, (uint32_t)old | 0xc, 4);
+	cfg_write(&b, p.devfn, bar, (uint32_t)old | 0xc, 4);
 	CHECK_EQ(mmio_read(old + 0x12, 2), 2);
 	p.bar_addr[4] = old;
 }
 
 static void test_virtio_error(void)
 {
-	struct fake_route *r0 = route_by_data(&fake, msi_data(0));
+	struct board_route *r0 = route_by_data(&b, msi_data(0));
 
 	CHECK_EQ(cc_read(STATUS, 1), 0xf);
 	CHECK(r0 && !fd_fired(r0->efd));
@@ -815,7 +698,7 @@ static void test_virtio_error(void)
 	/* The driver cannot clear NEEDS_RESET; broken devices send no queue interrupts. */
 	cc_write(STATUS, 0xf, 1);
 	CHECK_EQ(cc_read(STATUS, 1), 0x4f);
-	struct fake_route *r1 = route_by_data(&fake, msi_data(1));
+	struct board_route *r1 = route_by_data(&b, msi_data(1));
 
 	pthread_mutex_lock(&vdev.lock);
 	virtio_notify(&vdev, 0);
@@ -847,9 +730,9 @@ static void test_virtio_error(void)
 /* The config-space window into BAR 4 (VIRTIO_PCI_CAP_PCI_CFG). */
 static void pci_cfg_window(unsigned bar, uint32_t off, uint32_t len)
 {
-	cfg_write(p.slot, p.pci_cfg + 4, bar, 1);
-	cfg_write(p.slot, p.pci_cfg + 8, off, 4);
-	cfg_write(p.slot, p.pci_cfg + 12, len, 4);
+	cfg_write(&b, p.devfn, p.pci_cfg + 4, bar, 1);
+	cfg_write(&b, p.devfn, p.pci_cfg + 8, off, 4);
+	cfg_write(&b, p.devfn, p.pci_cfg + 12, len, 4);
 }
 
 static void test_pci_cfg(void)
@@ -857,23 +740,23 @@ static void test_pci_cfg(void)
 	unsigned data = p.pci_cfg + 16;
 
 	pci_cfg_window(4, 0x12, 2);	/* num_queues */
-	CHECK_EQ(cfg_read(p.slot, data, 2), 2);
+	CHECK_EQ(cfg_read(&b, p.devfn, data, 2), 2);
 	pci_cfg_window(4, 0x16, 2);	/* queue_select */
-	cfg_write(p.slot, data, 1, 4);
+	cfg_write(&b, p.devfn, data, 1, 4);
 	CHECK_EQ(cc_read(Q_SELECT, 2), 1);
 	pci_cfg_window(4, 0x2000, 4);	/* device config */
-	CHECK_EQ(cfg_read(p.slot, data, 4), 0x04030201);
+	CHECK_EQ(cfg_read(&b, p.devfn, data, 4), 0x04030201);
 	/* Bad bar, length, alignment or range: reads 0, writes go nowhere. */
 	pci_cfg_window(1, 0x12, 2);
-	CHECK_EQ(cfg_read(p.slot, data, 4), 0);
+	CHECK_EQ(cfg_read(&b, p.devfn, data, 4), 0);
 	pci_cfg_window(4, 0x12, 3);
-	CHECK_EQ(cfg_read(p.slot, data, 4), 0);
+	CHECK_EQ(cfg_read(&b, p.devfn, data, 4), 0);
 	pci_cfg_window(4, 0x13, 2);
-	CHECK_EQ(cfg_read(p.slot, data, 4), 0);
+	CHECK_EQ(cfg_read(&b, p.devfn, data, 4), 0);
 	pci_cfg_window(4, 0x3ffe, 4);
-	CHECK_EQ(cfg_read(p.slot, data, 4), 0);
+	CHECK_EQ(cfg_read(&b, p.devfn, data, 4), 0);
 	pci_cfg_window(4, 0xfffffffc, 4);
-	cfg_write(p.slot, data, 0, 4);
+	cfg_write(&b, p.devfn, data, 0, 4);
 	CHECK_EQ(cc_read(Q_SELECT, 2), 1);
 	cc_write(Q_SELECT, 0, 2);
 }
@@ -904,16 +787,16 @@ static void *stress_decoder(void *arg)
 
 	for (unsigned i = 0; i < 2000; i++) {
 		/* Config access goes through the shared CONFIG_ADDRESS latch. */
-		cfg_write(p.slot, 0x04, cmd & ~2, 2);
-		cfg_write(p.slot, 0x04, cmd, 2);
+		cfg_write(&b, p.devfn, 0x04, cmd & ~2, 2);
+		cfg_write(&b, p.devfn, 0x04, cmd, 2);
 	}
 	return NULL;
 }
 
 static void test_threads(void)
 {
-	struct fake_route *r1 = route_by_data(&fake, msi_data(1));
-	uint16_t cmd = cfg_read(p.slot, 0x04, 2);
+	struct board_route *r1 = route_by_data(&b, msi_data(1));
+	uint16_t cmd = cfg_read(&b, p.devfn, 0x04, 2);
 	pthread_t n, d;
 
 	driver_handshake(F_VERSION_1);
@@ -955,7 +838,7 @@ static void test_garbage(void)
 
 		switch ((s >> 2) % 4) {
 		case 0:
-			cfg_write(p.slot, (s >> 8) & 0xff, val, size > 4 ? 4 : size);
+			cfg_write(&b, p.devfn, (s >> 8) & 0xff, val, size > 4 ? 4 : size);
 			break;
 		case 1:
 			mmio_write(p.bar_addr[4] + ((s >> 8) & 0x3fff), val, size);
@@ -969,27 +852,17 @@ static void test_garbage(void)
 		}
 	}
 	/* The header still identifies the device. */
-	CHECK_EQ(cfg_read(p.slot, 0x00, 4), 0x1af4u | (0x1040u + TD_ID) << 16);
-	CHECK_EQ(cfg_read(p.slot, 0x34, 1), 0x40);
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x00, 4), 0x1af4u | (0x1040u + TD_ID) << 16);
+	CHECK_EQ(cfg_read(&b, p.devfn, 0x34, 1), 0x40);
 }
 
 int main(void)
 {
-	ram = aligned_alloc(4096, RAM_SIZE);
-	if (!ram)
-		return 1;
-	memset(ram, 0, RAM_SIZE);
-	guest_mem_add(&m.mem, 0, RAM_SIZE, ram);
-	bus_init(&m.pio, "pio");
-	bus_init(&m.mmio, "mmio");
-	m.irq = (struct irq_chip){ .ops = &fake_irq_ops, .opaque = &fake };
-	m.pci = pci_bus_new(&m.pio, &m.mmio, &m.irq, WIN_BASE, WIN_SIZE);
-	if (!m.pci) {
-		fprintf(stderr, "pci_bus_new failed\n");
-		return 1;
-	}
+	board_init(&b, 1, BOARD_RAM_SIZE);
+	board_pci(&b, BOARD_PCI_BASE, BOARD_PCI_SIZE);
 	/* The ports are taken now: a second bus cannot claim them. */
-	struct pci_bus *dup = pci_bus_new(&m.pio, &m.mmio, &m.irq, WIN_BASE, WIN_SIZE);
+	struct pci_bus *dup = pci_bus_new(&b.m.pio, &b.m.mmio, &b.m.irq, BOARD_PCI_BASE,
+					  BOARD_PCI_SIZE);
 
 	CHECK(dup == NULL);
 	check_case("one bus per port range");
@@ -998,9 +871,9 @@ int main(void)
 		td.config[i] = i + 1;
 	if (virtio_device_init(&vdev, TD_ID,
 			       F_VERSION_1 | F_RING_PACKED | F_EVENT_IDX | TD_FEATURE0,
-			       8, 2, 256, &m.mem, &td_ops, &td) < 0)
+			       8, 2, 256, &b.m.mem, &td_ops, &td) < 0)
 		return 1;
-	struct virtio_pci *vp = virtio_pci_create(&m, &vdev, VIRTIO_PCI_DEVICE_ID(TD_ID), 0xff0000);
+	struct virtio_pci *vp = virtio_pci_create(&b.m, &vdev, VIRTIO_PCI_DEVICE_ID(TD_ID), 0xff0000);
 
 	if (!vp) {
 		fprintf(stderr, "virtio_pci_create failed\n");
@@ -1024,13 +897,10 @@ int main(void)
 
 	virtio_pci_free(vp);
 	/* Unplugged: the slot is empty and the BAR gone. */
-	CHECK_EQ(cfg_read(1, 0x00, 2), 0xffff);
+	CHECK_EQ(cfg_read(&b, 1 << 3, 0x00, 2), 0xffff);
 	CHECK_EQ(mmio_read(p.bar_addr[4] + 0x12, 2), 0xffff);
 	virtio_device_destroy(&vdev);
-	pci_bus_free(m.pci);
-	bus_destroy(&m.pio);
-	bus_destroy(&m.mmio);
-	free(ram);
+	board_destroy(&b);
 
 	check_case("unplug");
 	return check_done();
