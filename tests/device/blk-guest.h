@@ -4,9 +4,9 @@
 
 /*
  * The guest's side of a virtio-blk disk on virtio-pci, for the tests of
- * the devices behind one (virtio-blk, vhost-user-blk-pci): a machine with
- * RAM in a memfd between canaries and a fake interrupt controller whose
- * MSI routes are eventfds, its devices made from command-line strings; a
+ * the devices behind one (virtio-blk, vhost-user-blk-pci): test-board.h's
+ * board with RAM in a memfd between canaries, a PCI bus and MSI routes
+ * that are eventfds, its devices made from command-line strings; a
  * driver that finds them through 0xcf8/0xcfc config cycles and BAR MMIO,
  * as a vCPU would, sets up split or packed rings (vq-driver's, in that
  * RAM) and submits requests.
@@ -39,13 +39,10 @@
 #include "virtio/virtio_ring.h"
 
 #include "loop.h"
+#include "test-board.h"
 #include "vq-driver.h"
 
 #define RAM_SIZE (16u << 20)
-#define CANARY_LEN 4096
-#define CANARY 0xa5
-#define MMIO_BASE 0xc0000000ull
-#define MMIO_SIZE 0x10000000ull
 #define DISK_SIZE (4u << 20)
 #define WAIT_MS 5000
 /*
@@ -72,19 +69,8 @@
 #define F_RO 5
 #define F_MQ 12
 
-/* ---- the fake interrupt controller: MSI routes are eventfds ---- */
-
-#define MAX_ROUTES 64
-#define MAX_IOEVENTFDS 8
-struct route { bool used; int efd; uint32_t data; };
-
 struct tmachine {
-	struct machine m;
-	uint8_t *alloc, *ram;
-	int memfd;		/* alloc maps it: a vhost-user back-end can too */
-	struct route routes[MAX_ROUTES];
-	/* Doorbell addresses with an ioeventfd assigned; 0 for a free slot. */
-	uint64_t ioeventfds[MAX_IOEVENTFDS];
+	struct test_board b;
 	struct blk_cmdline *c;
 	char path[64];
 	int fd;
@@ -99,84 +85,11 @@ struct tmachine {
 	int released;		/* atomic: the stall was let go */
 };
 
-static inline void fake_set_irq(void *o, unsigned gsi, int level)
-{
-	(void)o; (void)gsi; (void)level;
-}
-
-static inline int fake_route_add(void *o, int efd, uint64_t addr, uint32_t data,
-			  uint32_t devid)
-{
-	(void)devid;
-	struct tmachine *t = o;
-
-	(void)addr;
-	for (int i = 0; i < MAX_ROUTES; i++) {
-		if (!t->routes[i].used) {
-			t->routes[i] = (struct route){ true, efd, data };
-			return i;
-		}
-	}
-	return -1;
-}
-
-static inline int fake_route_set(void *o, int r, uint64_t addr, uint32_t data)
-{
-	struct tmachine *t = o;
-
-	(void)addr;
-	t->routes[r].data = data;
-	return 0;
-}
-
-static inline void fake_route_del(void *o, int r)
-{
-	struct tmachine *t = o;
-
-	t->routes[r].used = false;
-}
-
-/*
- * Only recorded: kicks still come through the bus, and the test sees which
- * doorbells a real KVM would have taken past brisk.
- */
-static inline int fake_ioeventfd(void *o, bool assign, uint64_t addr, unsigned len, int efd)
-{
-	struct tmachine *t = o;
-
-	(void)len; (void)efd;
-	for (int i = 0; i < MAX_IOEVENTFDS; i++) {
-		uint64_t *slot = &t->ioeventfds[i];
-
-		if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) == (assign ? 0 : addr)) {
-			__atomic_store_n(slot, assign ? addr : 0, __ATOMIC_RELEASE);
-			return 0;
-		}
-	}
-	return -1;
-}
-
-static inline unsigned ioeventfds_assigned(struct tmachine *t)
-{
-	unsigned n = 0;
-
-	for (int i = 0; i < MAX_IOEVENTFDS; i++)
-		n += __atomic_load_n(&t->ioeventfds[i], __ATOMIC_ACQUIRE) != 0;
-	return n;
-}
-
-static const struct irq_ops fake_irq_ops = {
-	.set_irq = fake_set_irq,
-	.msi_route_add = fake_route_add,
-	.msi_route_set = fake_route_set,
-	.msi_route_del = fake_route_del,
-	.ioeventfd = fake_ioeventfd,
-};
-
-static inline void fake_shutdown(struct machine *m, int status, const char *why)
+/* A line on stderr, as brisk says why it stops: a test counts it. */
+static inline void blk_shutdown(struct machine *m, int status, const char *why)
 {
 	fprintf(stderr, "shutdown %d: %s\n", status, why ? why : "");
-	eventfd_write(m->stop_fd, 1);
+	board_shutdown(m, status, why);
 }
 
 static inline int make_disk(struct tmachine *t)
@@ -202,27 +115,6 @@ static inline uint8_t disk_byte(unsigned off)
 
 static inline void machine_free(struct tmachine *t);
 
-/* The guest's RAM between two canary pages, in a memfd as brisk makes it. */
-static inline void machine_ram(struct tmachine *t)
-{
-	size_t len = RAM_SIZE + 2 * CANARY_LEN;
-
-	t->memfd = memfd_create("test-guest-ram", MFD_CLOEXEC);
-	if (t->memfd < 0 || ftruncate(t->memfd, (off_t)len) < 0) {
-		perror("memfd");
-		exit(1);
-	}
-	t->alloc = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->memfd, 0);
-	if (t->alloc == MAP_FAILED) {
-		perror("mmap");
-		exit(1);
-	}
-	memset(t->alloc, CANARY, CANARY_LEN);
-	memset(t->alloc + CANARY_LEN + RAM_SIZE, CANARY, CANARY_LEN);
-	t->ram = t->alloc + CANARY_LEN;
-	guest_mem_add_fd(&t->m.mem, 0, RAM_SIZE, t->ram, t->memfd, CANARY_LEN);
-}
-
 /*
  * The board with its RAM, PCI bus and disk file, but no device yet.  With
  * stall, a second RAM region at STALL_GPA that stall_arm() can leave
@@ -232,7 +124,12 @@ static inline struct tmachine *machine_board(unsigned ncpus, bool stall)
 {
 	struct tmachine *t = calloc(1, sizeof(*t));
 
-	machine_ram(t);
+	board_init(&t->b, ncpus, 0);
+	board_ram_map(&t->b, RAM_SIZE, true);
+	board_pci(&t->b, BOARD_PCI_BASE, BOARD_PCI_SIZE);
+	t->b.ioeventfd_ok = true;
+	t->b.m.shutdown = blk_shutdown;
+	t->b.m.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	t->uffd = -1;
 	t->loop.fd = -1;
 	t->stall = MAP_FAILED;
@@ -243,15 +140,8 @@ static inline struct tmachine *machine_board(unsigned ncpus, bool stall)
 			perror("mmap");
 			exit(1);
 		}
-		guest_mem_add(&t->m.mem, STALL_GPA, STALL_LEN, t->stall);
+		guest_mem_add(&t->b.m.mem, STALL_GPA, STALL_LEN, t->stall);
 	}
-	bus_init(&t->m.pio, "pio");
-	bus_init(&t->m.mmio, "mmio");
-	t->m.irq = (struct irq_chip){ &fake_irq_ops, t };
-	t->m.ncpus = ncpus;
-	t->m.shutdown = fake_shutdown;
-	t->m.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	t->m.pci = pci_bus_new(&t->m.pio, &t->m.mmio, &t->m.irq, MMIO_BASE, MMIO_SIZE);
 	if (make_disk(t) < 0) {
 		perror("temp disk");
 		exit(1);
@@ -282,7 +172,7 @@ static inline struct tmachine *machine_devices(struct tmachine *t, const char *d
 		    !strcmp(opts[0], "-device") ? blk_cmdline_device(t->c, opts[1]) :
 		    !strcmp(opts[0], "-chardev") ? blk_cmdline_chardev(t->c, opts[1]) :
 		    blk_cmdline_export(t->c, opts[1]);
-	if (r < 0 || blk_cmdline_finish(t->c) < 0 || blk_devices_create(t->c, &t->m) < 0) {
+	if (r < 0 || blk_cmdline_finish(t->c) < 0 || blk_devices_create(t->c, &t->b.m) < 0) {
 		machine_free(t);
 		return NULL;
 	}
@@ -332,19 +222,11 @@ static inline struct tmachine *machine_new(const char *drive, const char *device
 	return t;
 }
 
-static inline bool canaries_intact(struct tmachine *t)
-{
-	for (unsigned i = 0; i < CANARY_LEN; i++)
-		if (t->alloc[i] != CANARY || t->alloc[CANARY_LEN + RAM_SIZE + i] != CANARY)
-			return false;
-	return true;
-}
-
 static inline void stall_join(struct tmachine *t);
 
 static inline void machine_free(struct tmachine *t)
 {
-	CHECK(canaries_intact(t));
+	CHECK(canaries_intact(&t->b));
 	stall_join(t);
 	/* A request still stalled would hold teardown up: closing lets it go. */
 	if (t->uffd >= 0)
@@ -354,14 +236,9 @@ static inline void machine_free(struct tmachine *t)
 	loop_detach(&t->loop);
 	if (t->stall != MAP_FAILED)
 		munmap(t->stall, STALL_LEN);
-	pci_bus_free(t->m.pci);
-	bus_destroy(&t->m.pio);
-	bus_destroy(&t->m.mmio);
 	close(t->fd);
-	close(t->m.stop_fd);
 	unlink(t->path);
-	munmap(t->alloc, RAM_SIZE + 2 * CANARY_LEN);
-	close(t->memfd);
+	board_destroy(&t->b);
 	free(t);
 }
 
@@ -484,43 +361,17 @@ struct vdev {
 	uint64_t features;
 };
 
-static inline uint32_t cfg_read(struct tmachine *t, unsigned devfn, unsigned reg, unsigned size)
-{
-	uint64_t v;
-
-	bus_write(&t->m.pio, 0xcf8, 0x80000000u | devfn << 8 | (reg & 0xfc), 4);
-	bus_read(&t->m.pio, 0xcfc + (reg & 3), &v, size);
-	return (uint32_t)v;
-}
-
-static inline void cfg_write(struct tmachine *t, unsigned devfn, unsigned reg, uint32_t val,
-		      unsigned size)
-{
-	bus_write(&t->m.pio, 0xcf8, 0x80000000u | devfn << 8 | (reg & 0xfc), 4);
-	bus_write(&t->m.pio, 0xcfc + (reg & 3), val, size);
-}
-
 static inline uint64_t mmio_read(struct tmachine *t, uint64_t a, unsigned size)
 {
 	uint64_t v;
 
-	bus_read(&t->m.mmio, a, &v, size);
+	bus_read(&t->b.m.mmio, a, &v, size);
 	return v;
 }
 
 static inline void mmio_write(struct tmachine *t, uint64_t a, uint64_t v, unsigned size)
 {
-	bus_write(&t->m.mmio, a, v, size);
-}
-
-static inline uint64_t bar_addr(struct tmachine *t, unsigned devfn, unsigned bar)
-{
-	uint32_t lo = cfg_read(t, devfn, 0x10 + 4 * bar, 4);
-	uint64_t a = lo & ~0xfull;
-
-	if ((lo & 6) == 4)
-		a |= (uint64_t)cfg_read(t, devfn, 0x14 + 4 * bar, 4) << 32;
-	return a;
+	bus_write(&t->b.m.mmio, a, v, size);
 }
 
 /*
@@ -535,32 +386,32 @@ static inline bool vdev_find_id(struct tmachine *t, uint16_t pci_id, unsigned nt
 	for (unsigned dev = 0; dev < 32; dev++) {
 		unsigned devfn = dev << 3;
 
-		if (cfg_read(t, devfn, 0, 4) != ((uint32_t)pci_id << 16 | 0x1af4))
+		if (cfg_read(&t->b, devfn, 0, 4) != ((uint32_t)pci_id << 16 | 0x1af4))
 			continue;
 		if (nth--)
 			continue;
 		d->devfn = devfn;
 		d->nth = dev;
-		cfg_write(t, devfn, 4, 0x6, 2);	/* memory space + bus master */
-		for (unsigned cap = cfg_read(t, devfn, 0x34, 1) & 0xfc; cap;
-		     cap = cfg_read(t, devfn, cap + 1, 1) & 0xfc) {
-			unsigned id = cfg_read(t, devfn, cap, 1);
+		cfg_write(&t->b, devfn, 4, 0x6, 2);	/* memory space + bus master */
+		for (unsigned cap = cfg_read(&t->b, devfn, 0x34, 1) & 0xfc; cap;
+		     cap = cfg_read(&t->b, devfn, cap + 1, 1) & 0xfc) {
+			unsigned id = cfg_read(&t->b, devfn, cap, 1);
 
 			if (id == 0x11) {
-				uint32_t tbl = cfg_read(t, devfn, cap + 4, 4);
+				uint32_t tbl = cfg_read(&t->b, devfn, cap + 4, 4);
 
-				d->msix_table = bar_addr(t, devfn, tbl & 7) + (tbl & ~7u);
-				cfg_write(t, devfn, cap + 2, 0x8000, 2);
+				d->msix_table = bar_addr(&t->b, devfn, tbl & 7) + (tbl & ~7u);
+				cfg_write(&t->b, devfn, cap + 2, 0x8000, 2);
 			} else if (id == 0x09) {
-				unsigned type = cfg_read(t, devfn, cap + 3, 1);
-				uint64_t a = bar_addr(t, devfn, cfg_read(t, devfn, cap + 4, 1)) +
-					     cfg_read(t, devfn, cap + 8, 4);
+				unsigned type = cfg_read(&t->b, devfn, cap + 3, 1);
+				uint64_t a = bar_addr(&t->b, devfn, cfg_read(&t->b, devfn, cap + 4, 1)) +
+					     cfg_read(&t->b, devfn, cap + 8, 4);
 
 				if (type == 1)
 					d->common = a;
 				else if (type == 2) {
 					d->notify = a;
-					d->notify_mult = cfg_read(t, devfn, cap + 16, 4);
+					d->notify_mult = cfg_read(&t->b, devfn, cap + 16, 4);
 				} else if (type == 3)
 					d->isr = a;
 				else if (type == 4)
@@ -592,10 +443,9 @@ static inline void msix_setup(struct vdev *d, unsigned nvec)
 
 static inline int vector_efd(struct tmachine *t, unsigned v)
 {
-	for (int i = 0; i < MAX_ROUTES; i++)
-		if (t->routes[i].used && t->routes[i].data == v)
-			return t->routes[i].efd;
-	return -1;
+	struct board_route *r = route_by_data(&t->b, v);
+
+	return r ? r->efd : -1;
 }
 
 /* Interrupts delivered on vector v so far (consumes them). */
@@ -661,7 +511,7 @@ struct gq {
 
 static inline void *gpa(struct tmachine *t, uint64_t a)
 {
-	return t->ram + a;
+	return t->b.ram + a;
 }
 
 /* Below HDR_AREA for up to six devices of two queues. */
@@ -676,7 +526,7 @@ static inline void gq_init(struct vdev *d, struct gq *q, unsigned idx, unsigned 
 	q->d = d;
 	q->idx = idx;
 	q->event_idx = event_idx;
-	drv_init_at(r, packed, num, d->t->ram, 0, RAM_SIZE, QUEUE_AREA(d->nth, idx));
+	drv_init_at(r, packed, num, d->t->b.ram, 0, RAM_SIZE, QUEUE_AREA(d->nth, idx));
 	mmio_write(d->t, c + 0x16, idx, 2);
 	mmio_write(d->t, c + 0x18, num, 2);
 	mmio_write(d->t, c + 0x1a, idx + 1, 2);

@@ -126,7 +126,7 @@ static void test_roundtrips(bool packed, bool indirect)
 	for (unsigned i = 0; i < 32; i++)
 		same &= breq_status(t, i) == S_OK && file_is(t, i * 8 * 512, slot_data(t, i), 4096);
 	CHECK(same);
-	CHECK(canaries_intact(t));
+	CHECK(canaries_intact(&t->b));
 	machine_free(t);
 }
 
@@ -1039,7 +1039,7 @@ static void test_hostile(void)
 		CHECK(vdev_find(t, 0, &d));
 		vdev_init(&d, &q, 1, 16, ALL_FEATURES & ~(1ull << VIRTIO_F_RING_PACKED));
 		CHECK(do_req(&q, (struct breq){ T_IN, 1, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
-		CHECK(ioeventfds_assigned(t) == 1);
+		CHECK(ioeventfds_assigned(&t->b) == 1);
 		irq_take(&d, 0, 0);
 		capture_begin();
 		evil_chain(&q, (enum evil)e);
@@ -1055,8 +1055,8 @@ static void test_hostile(void)
 		CHECK(cfg_irqs == 1);
 		CHECK(n == 1 && strstr(line, evil_reason[e]) && strstr(line, "needs reset"));
 		/* The I/O thread broke it: doorbells no longer bypass brisk. */
-		CHECK(ioeventfds_assigned(t) == 0);
-		CHECK(canaries_intact(t));
+		CHECK(ioeventfds_assigned(&t->b) == 0);
+		CHECK(canaries_intact(&t->b));
 		vdev_init(&d, &q, 1, 16, ALL_FEATURES);
 		CHECK(do_req(&q, (struct breq){ T_IN, 7, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
 		CHECK(slot_data(t, 1)[0] == disk_byte(7 * 512));
@@ -1082,7 +1082,7 @@ static void test_two_devices(void)
 	CHECK(blk_cmdline_drive(t->c, arg) == 0);
 	CHECK(blk_cmdline_device(t->c, "virtio-blk-pci,drive=b,serial=B") == 0);
 	CHECK(blk_cmdline_finish(t->c) == 0);
-	CHECK(blk_devices_create(t->c, &t->m) == 0);
+	CHECK(blk_devices_create(t->c, &t->b.m) == 0);
 	CHECK(vdev_find(t, 0, &d0) && vdev_find(t, 1, &d1));
 	CHECK(!(vdev_init(&d0, &q0, 1, 16, ALL_FEATURES) >> F_RO & 1));
 	CHECK(vdev_init(&d1, &q1, 1, 16, ALL_FEATURES) >> F_RO & 1);
@@ -1185,7 +1185,7 @@ static void test_rw_len_cap(void)
 	t->c = blk_cmdline_new();
 	snprintf(arg, sizeof(arg), "file=%s,if=virtio", t->path);
 	CHECK(blk_cmdline_drive(t->c, arg) == 0 && blk_cmdline_finish(t->c) == 0 &&
-	      blk_devices_create(t->c, &t->m) == 0);
+	      blk_devices_create(t->c, &t->b.m) == 0);
 	CHECK(vdev_find(t, 0, &d));
 	vdev_init(&d, &q, 1, 16, ALL_FEATURES & ~(1ull << F_SIZE_MAX | 1ull << F_SEG_MAX));
 	memcpy(hp, &type, 4);
@@ -1491,7 +1491,7 @@ static void test_reset_slow(void)
 	CHECK(vdev_find(t, 0, &d));
 	c = d.common;
 	vdev_init(&d, &q, 1, 64, ALL_FEATURES);
-	CHECK(ioeventfds_assigned(t) == 1);
+	CHECK(ioeventfds_assigned(&t->b) == 1);
 	breq_add(&q, &(struct breq){ T_IN, 8, 4096, 1, false, 0, 0, 0, STALL_GPA });
 	gq_kick(&q);
 	CHECK(stall_wait(t));
@@ -1518,9 +1518,9 @@ static void test_reset_slow(void)
 	CHECK(vstatus(&d) == 0);
 	CHECK(lines == 1 && naming == 1);
 	CHECK(mmio_read(t, c + 0x10, 2) == VIRTIO_NO_VECTOR && mmio_read(t, c + 0x16, 2) == 0);
-	CHECK(ioeventfds_assigned(t) == 0);
+	CHECK(ioeventfds_assigned(&t->b) == 0);
 	vdev_init(&d, &q, 1, 64, ALL_FEATURES);
-	CHECK(ioeventfds_assigned(t) == 1);
+	CHECK(ioeventfds_assigned(&t->b) == 1);
 	CHECK(do_req(&q, (struct breq){ T_IN, 3, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
 	machine_free(t);
 }
@@ -1628,7 +1628,7 @@ static void test_inuse_hostile(bool packed)
 	vdev_init(&d, &q, 1, 4, ALL_FEATURES);
 	CHECK(do_req(&q, (struct breq){ T_IN, 7, 512, 1, false, 1, 0, 0 }, NULL) == S_OK);
 	CHECK(slot_data(t, 1)[0] == disk_byte(7 * 512));
-	CHECK(canaries_intact(t));
+	CHECK(canaries_intact(&t->b));
 	machine_free(t);
 }
 

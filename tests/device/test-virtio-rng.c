@@ -50,23 +50,23 @@ static bool rng_new(struct rng *g, const struct vrng_cfg *cfg)
 {
 	memset(g, 0, sizeof(*g));
 	g->t = machine_board(1, false);
-	g->t->m.loop = iothread_new("main");
-	g->r = g->t->m.loop ? vrng_create(&g->t->m, cfg,
-					  virtio_pci_plug(&g->t->m, 0x00ff00)) : NULL;
+	g->t->b.m.loop = iothread_new("main");
+	g->r = g->t->b.m.loop ? vrng_create(&g->t->b.m, cfg,
+					    virtio_pci_plug(&g->t->b.m, 0x00ff00)) : NULL;
 	return g->r && vdev_find_id(g->t, RNG_PCI_ID, 0, &g->d);
 }
 
 static void rng_free(struct rng *g)
 {
 	vrng_free(g->r);
-	iothread_free(g->t->m.loop);
+	iothread_free(g->t->b.m.loop);
 	machine_free(g->t);
 }
 
 /* Runs whatever the device's fds have ready, as the main loop would. */
 static void loop_turn(struct rng *g)
 {
-	while (iothread_poll(g->t->m.loop, 0) > 0)
+	while (iothread_poll(g->t->b.m.loop, 0) > 0)
 		;
 }
 
@@ -134,7 +134,7 @@ static void period_end(struct rng *g)
 		return;
 	}
 	CHECK(timerfd_settime(fd, TFD_TIMER_ABSTIME, &past, NULL) == 0);
-	CHECK(iothread_poll(g->t->m.loop, WAIT_MS) > 0);
+	CHECK(iothread_poll(g->t->b.m.loop, WAIT_MS) > 0);
 	loop_turn(g);
 }
 
@@ -155,10 +155,10 @@ static void test_identity(void)
 		CHECK(!"device found");
 		return;
 	}
-	CHECK_EQ(cfg_read(g.t, g.d.devfn, 0x00, 2), 0x1af4);
-	CHECK_EQ(cfg_read(g.t, g.d.devfn, 0x02, 2), 0x1044);
-	CHECK(cfg_read(g.t, g.d.devfn, 0x08, 1) >= 1);	/* 4.1.2.1: revision 1+ */
-	CHECK_EQ(cfg_read(g.t, g.d.devfn, 0x08, 4) >> 8, 0x00ff00);	/* QEMU's class */
+	CHECK_EQ(cfg_read(&g.t->b, g.d.devfn, 0x00, 2), 0x1af4);
+	CHECK_EQ(cfg_read(&g.t->b, g.d.devfn, 0x02, 2), 0x1044);
+	CHECK(cfg_read(&g.t->b, g.d.devfn, 0x08, 1) >= 1);	/* 4.1.2.1: revision 1+ */
+	CHECK_EQ(cfg_read(&g.t->b, g.d.devfn, 0x08, 4) >> 8, 0x00ff00);	/* QEMU's class */
 	CHECK(dev_features(&g.d) >> VIRTIO_F_VERSION_1 & 1);
 	CHECK_EQ(mmio_read(g.t, g.d.common + 0x12, 2), 1);	/* num_queues: requestq */
 	/* A queue beyond the one there is reads size 0 (4.1.4.3). */

@@ -505,7 +505,7 @@ static bool wait_broken(struct vdev *d)
 
 static uint64_t uva_of(struct tmachine *t, uint64_t gpa)
 {
-	return (uintptr_t)t->ram + gpa;
+	return (uintptr_t)t->b.ram + gpa;
 }
 
 /* SET_VRING_* for ring q (nth = its nth start): index, values, ack wanted. */
@@ -602,10 +602,10 @@ static void test_negotiation(bool packed)
 	CHECK(fb_find(&fb, VHOST_USER_SET_MEM_TABLE, 0, 0, &m) && m.nfds == 1 &&
 	      m.p.mem.nregions == 1 && m.p.mem.region[0].gpa == 0 &&
 	      m.p.mem.region[0].size == RAM_SIZE &&
-	      m.p.mem.region[0].uva == (uintptr_t)t->ram &&
+	      m.p.mem.region[0].uva == (uintptr_t)t->b.ram &&
 	      m.p.mem.region[0].mmap_offset == CANARY_LEN);
 	/* The table's fd is the guest's RAM. */
-	t->ram[0x1234] = 0x5c;
+	t->b.ram[0x1234] = 0x5c;
 	uint8_t seen = 0;
 
 	CHECK(pread(fb.mem_fd, &seen, 1, CANARY_LEN + 0x1234) == 1 && seen == 0x5c);
@@ -885,7 +885,7 @@ static void test_reset_held(enum held_end end, uint32_t held_req)
 		fb_hang_up(&fb);
 		break;
 	case VM_STOPPED:
-		t->m.shutdown(&t->m, 0, "the VM stops");
+		t->b.m.shutdown(&t->b.m, 0, "the VM stops");
 		break;
 	}
 	for (long until = now_ms() + WAIT_MS; !resetter_done(&r) && now_ms() < until;)
@@ -993,13 +993,13 @@ static void test_reconnect(enum ring_past past)
 	CHECK(region && fb.ifl_given == region);
 	if (!packed) {
 		/* Seven requests made and used while the old back-end lived. */
-		memcpy(t->ram + q.ring.driver + 2, &seven, 2);
-		memcpy(t->ram + q.ring.device + 2, &seven, 2);
+		memcpy(t->b.ram + q.ring.driver + 2, &seven, 2);
+		memcpy(t->b.ram + q.ring.device + 2, &seven, 2);
 	} else if (past == PACKED_USED) {
 		/* Slot 0 used in the first lap: AVAIL and USED both set. */
 		uint16_t used = htole16(1u << 7 | 1u << 15);
 
-		memcpy(t->ram + q.ring.desc + 14, &used, 2);
+		memcpy(t->b.ram + q.ring.desc + 14, &used, 2);
 	}
 	const bool resumes = past != PACKED_USED;
 
@@ -1122,7 +1122,7 @@ static void run_io(struct tmachine *t, unsigned nq, bool packed, const char *ser
 	for (unsigned i = 0; i < nq; i++)
 		io_roundtrips(t, &d, &q[i], 20 * i);
 	CHECK(!status_broken(&d));
-	CHECK(canaries_intact(t));
+	CHECK(canaries_intact(&t->b));
 }
 
 /* brisk's own back-end, in this process, on a socket. */
@@ -1177,7 +1177,7 @@ static void test_late_queue(void)
 	io_roundtrips(t, &d, &q[1], 20);
 	io_roundtrips(t, &d, &q[0], 40);
 	CHECK(!status_broken(&d));
-	CHECK(canaries_intact(t));
+	CHECK(canaries_intact(&t->b));
 	machine_free(t);
 }
 
