@@ -2,9 +2,9 @@
 /*
  * The bzImage loader on a malformed kernel: setup-header checks, initrd
  * placement and, when they pass, the copy of everything into guest RAM.
- * RAM is mapped as brisk maps it, between two inaccessible guard pages, so
- * a write outside it faults; a heap block of up to 64 MiB per input would
- * cost ASan more than the loader itself.
+ * RAM is the board's, mapped between two inaccessible pages, so a write
+ * outside it faults; a heap block of up to 64 MiB per input would cost
+ * ASan more than the loader itself.
  *
  * Input layout:
  *   u8  guest RAM in MiB (mod 63, plus 2: 2 to 64 MiB)
@@ -19,32 +19,20 @@
 #include <unistd.h>
 
 #include "fuzz-util.h"
-#include "hw/machine.h"
 #include "hw/x86/pc.h"
-
-#define GUARD 4096
+#include "test-board.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static uint8_t *ram_map(uint64_t size)
-{
-	uint8_t *p = mmap(NULL, size + 2 * GUARD, PROT_NONE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	if (p == MAP_FAILED || mprotect(p + GUARD, size, PROT_READ | PROT_WRITE))
-		abort();
-	return p + GUARD;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size };
-	struct machine m = { 0 };
+	struct test_board b;
 	struct cpu_entry entry;
 	struct pc_layout l;
-	struct x86_boot b;
+	struct x86_boot boot;
 	char initrd[64], *cmdline;
-	uint8_t *image, *ram;
+	uint8_t *image;
 	int fd = -1;
 
 	uint64_t ram_size = (uint64_t)(fuzz_u8(&in) % 63 + 2) << 20;
@@ -60,27 +48,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	cmdline = malloc(cmdline_len + 1);
 	image = malloc(in.n ? in.n : 1);
-	ram = ram_map(l.low_size);
-	if (!cmdline || !image || !ram)
+	if (!cmdline || !image)
 		abort();
 	memset(cmdline, 'x', cmdline_len);
 	cmdline[cmdline_len] = '\0';
 	memcpy(image, in.p, in.n);
-	guest_mem_add(&m.mem, 0, l.low_size, ram);
+	board_init(&b, 1, 0);
+	board_ram_map(&b, l.low_size, false);
 
-	/* image belongs to b from here on. */
-	if (x86_boot_open_image(&b, &l, image, in.n, "fuzz", fd >= 0 ? initrd : NULL,
+	/* image belongs to boot from here on. */
+	if (x86_boot_open_image(&boot, &l, image, in.n, "fuzz", fd >= 0 ? initrd : NULL,
 				cmdline) == 0 &&
-	    x86_boot_load(&b, &m, &l, PC_ACPI_BASE, &entry) == 0) {
+	    x86_boot_load(&boot, &b.m, &l, PC_ACPI_BASE, &entry) == 0) {
 		/* The entry must be where the kernel went, inside RAM. */
-		if (!guest_mem_ptr(&m.mem, entry.rip, 1) ||
-		    !guest_mem_ptr(&m.mem, entry.rsi, 0x1000))
+		if (!guest_mem_ptr(&b.m.mem, entry.rip, 1) ||
+		    !guest_mem_ptr(&b.m.mem, entry.rsi, 0x1000))
 			abort();
 	}
-	x86_boot_close(&b);
+	x86_boot_close(&boot);
 	if (fd >= 0)
 		close(fd);
-	munmap(ram - GUARD, l.low_size + 2 * GUARD);
+	board_destroy(&b);
 	free(cmdline);
 	return 0;
 }

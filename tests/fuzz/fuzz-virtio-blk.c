@@ -65,13 +65,13 @@ static uint64_t rd(struct drv *d, uint64_t off, unsigned w)
 {
 	uint64_t v = 0;
 
-	bus_read(&d->f.m.mmio, d->bar + off, &v, w);
+	bus_read(&d->f.b.m.mmio, d->bar + off, &v, w);
 	return v;
 }
 
 static void wr(struct drv *d, uint64_t off, uint64_t v, unsigned w)
 {
-	bus_write(&d->f.m.mmio, d->bar + off, v, w);
+	bus_write(&d->f.b.m.mmio, d->bar + off, v, w);
 }
 
 static uint16_t ld16(const uint8_t *p)
@@ -251,7 +251,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fm_init(&d.f, in.p, in.n, RAM_SIZE, drive, device) < 0)
 		abort();
 	d.ram = d.f.ram.block[0];
-	d.bar = fm_bar64(&d.f, DEV_SLOT, 4);
+	d.bar = bar_addr(&d.f.b, DEV_SLOT << 3, 4);
 
 	/* What the ring offers, from the driver's side, before the device looks. */
 	if (d.packed) {

@@ -40,12 +40,9 @@ static uint64_t bar_base(struct fuzz_machine *f, unsigned bar)
 {
 	uint64_t saved = 0, a;
 
-	bus_read(&f->m.pio, PCI_CONFIG_ADDRESS, &saved, 4);
-	if (bar == 4)
-		a = fm_bar64(f, DEV_SLOT, bar);
-	else
-		a = fm_cfg_read(f, DEV_SLOT, PCI_BASE_ADDRESS_0 + 4 * bar) & ~0xfull;
-	bus_write(&f->m.pio, PCI_CONFIG_ADDRESS, saved, 4);
+	bus_read(&f->b.m.pio, PCI_CONFIG_ADDRESS, &saved, 4);
+	a = bar_addr(&f->b, DEV_SLOT << 3, bar);
+	bus_write(&f->b.m.pio, PCI_CONFIG_ADDRESS, saved, 4);
 	return a;
 }
 
@@ -68,33 +65,33 @@ static void run_op(struct fuzz_machine *f, struct fuzz_in *in)
 
 	switch (o % 8) {
 	case 0:
-		bus_write(&f->m.pio, PCI_CONFIG_ADDRESS, fuzz_u32(in), 4);
+		bus_write(&f->b.m.pio, PCI_CONFIG_ADDRESS, fuzz_u32(in), 4);
 		break;
 	case 1:
 	case 2: {
 		unsigned cw = 1u << ((o >> 3) % 3);
 		unsigned off = (o >> 5) & (4 - cw);
 
-		bus_access(&f->m.pio, PCI_CONFIG_DATA + off, cw, o % 8 == 2, fuzz_u32(in));
+		bus_access(&f->b.m.pio, PCI_CONFIG_DATA + off, cw, o % 8 == 2, fuzz_u32(in));
 		break;
 	}
 	case 3:
 	case 4:
 		addr = bar_base(f, 4) + fuzz_u16(in) % 0x4000;
 		v = o % 8 == 3 ? fuzz_u64(in) : 0;
-		bus_access(&f->m.mmio, addr, w, o % 8 == 4, v);
+		bus_access(&f->b.m.mmio, addr, w, o % 8 == 4, v);
 		break;
 	case 5:
 		addr = bar_base(f, 1) + fuzz_u16(in) % 0x1000;
-		bus_access(&f->m.mmio, addr, w, false, fuzz_u64(in));
+		bus_access(&f->b.m.mmio, addr, w, false, fuzz_u64(in));
 		break;
 	case 6:
 		addr = fuzz_u64(in);
-		bus_access(&f->m.mmio, addr, w, o & 0x20, o & 0x20 ? 0 : fuzz_u64(in));
+		bus_access(&f->b.m.mmio, addr, w, o & 0x20, o & 0x20 ? 0 : fuzz_u64(in));
 		break;
 	default:
 		addr = fuzz_u16(in);
-		bus_access(&f->m.pio, addr, w, o & 0x20, o & 0x20 ? 0 : fuzz_u64(in));
+		bus_access(&f->b.m.pio, addr, w, o & 0x20, o & 0x20 ? 0 : fuzz_u64(in));
 		break;
 	}
 }
