@@ -4,7 +4,7 @@
 # with dtc (device-tree-compiler) without a single warning.  In a cross
 # build meson's exe wrapper runs TEST-ARM-BOARD.  Output is TAP.
 set -u
-. "$(dirname "$0")/../include/tap.sh"
+. "$(dirname "$0")/../lib/tap.sh"
 command -v dtc >/dev/null || { tap_skip "dtc" "no dtc; apt-get install device-tree-compiler"; tap_done; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

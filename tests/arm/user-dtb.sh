@@ -8,7 +8,7 @@
 # build meson's exe wrapper runs BRISK.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../include/tap.sh"
+. "$here/../lib/tap.sh"
 brisk=$1
 # shellcheck disable=SC2206
 run=(${MESON_EXE_WRAPPER:-} "$brisk")

@@ -52,7 +52,7 @@ usage: tests/bench/fio-vs-qemu.sh [options]
 EOF
 	exit 2
 }
-. "$here/../include/die.sh"
+. "$here/../lib/die.sh"
 say() { echo "fio-vs-qemu: $*" >&2; }
 
 vmm_a=brisk vmm_b=qemu opts_a= opts_b= aa= variants= brisk=$top/build/brisk brisk_b= brisk_opts=

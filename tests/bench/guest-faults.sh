@@ -54,7 +54,7 @@ while [ $# -gt 0 ]; do
 	*) sed -n '4,5s/^# \{0,1\}//p' "$me" >&2; exit 2 ;;
 	esac
 done
-. "$here/../include/die.sh"
+. "$here/../lib/die.sh"
 case $runs in ''|*[!0-9]*) die "--runs: not a number: $runs" ;; esac
 case $workload in reset|io|boot|mem) ;; *) die "--workload: reset, io, boot or mem" ;; esac
 guard=150

@@ -51,7 +51,7 @@ usage: tests/bench/vhost-blk-vs-qsd.sh [options]
 EOF
 	exit 2
 }
-. "$here/../include/die.sh"
+. "$here/../lib/die.sh"
 say() { [ -n "$csv" ] || echo "vhost-blk-vs-qsd: $*" >&2; }
 
 rounds=5 seconds=5 warmup=1 rings=split,packed queues=1 depths=1,64

@@ -9,8 +9,8 @@
 set -u
 brisk=${1:?usage: bad-drive.sh path/to/brisk}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../include/tap.sh"
-. "$here/../include/fake-bzimage.sh"
+. "$here/../lib/tap.sh"
+. "$here/../lib/fake-bzimage.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

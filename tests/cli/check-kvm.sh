@@ -10,7 +10,7 @@
 set -u
 brisk=${1:?usage: check-kvm.sh path/to/brisk}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../include/tap.sh"
+. "$here/../lib/tap.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 has() { grep -q -- "$2" "$1"; }

@@ -7,7 +7,7 @@
 # with one line.  In a cross build meson's exe wrapper runs BRISK.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../include/tap.sh"
+. "$here/../lib/tap.sh"
 . "$here/../kvm/lib/arch.sh"
 brisk=$1
 # shellcheck disable=SC2206

@@ -12,7 +12,7 @@
 set -u
 brisk=${1:?usage: export.sh path/to/brisk}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../include/tap.sh"
+. "$here/../lib/tap.sh"
 tmp=$(mktemp -d)
 pids=()
 cleanup() {

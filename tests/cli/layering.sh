@@ -11,7 +11,7 @@
 set -u -o pipefail
 src=${1:?usage: layering.sh SRCDIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../include/tap.sh"
+. "$here/../lib/tap.sh"
 cd "$src" || exit 1
 for d in util block virtio accel hw include; do
 	[ -d "$d" ] || { echo "layering.sh: no $d/ in $src" >&2; exit 1; }

@@ -14,8 +14,8 @@ set -u
 brisk=${1:?usage: qemu-lines.sh path/to/brisk TABLE}
 table=${2:?usage: qemu-lines.sh path/to/brisk TABLE}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../include/tap.sh"
-. "$here/../include/fake-bzimage.sh"
+. "$here/../lib/tap.sh"
+. "$here/../lib/fake-bzimage.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

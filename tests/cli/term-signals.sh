@@ -11,9 +11,9 @@
 set -u
 brisk=${1:?usage: term-signals.sh path/to/brisk}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../include/tap.sh"
-. "$here/../include/fake-bzimage.sh"
-. "$here/../include/pty.sh"
+. "$here/../lib/tap.sh"
+. "$here/../lib/fake-bzimage.sh"
+. "$here/../lib/pty.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

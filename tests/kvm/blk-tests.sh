@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: $0 --brisk PATH [--outdir DIR] [--kernel BZIMAGE] [--only BOOT]" >&2; exit 2 ;;
 	esac
 done
-. "$here/../include/die.sh"
+. "$here/../lib/die.sh"
 need() { # need TOOL PACKAGE
 	command -v "$1" >/dev/null || die "$1 not found; run: apt-get install $2"
 }
@@ -123,8 +123,8 @@ console=$(arch_console "$arch")
 guard_s=${BRISK_BLK_TESTS_GUARD:-120}
 MiB=1048576
 
-. "$here/../include/tap.sh"
-. "$here/../include/pty.sh"
+. "$here/../lib/tap.sh"
+. "$here/../lib/pty.sh"
 
 # mkdisk FILE BYTES [PAT@MIB]...: a sparse image with host patterns in it.
 mkdisk() {

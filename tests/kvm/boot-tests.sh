@@ -88,7 +88,7 @@ mem_floor=87
 # Bounds one boot should it hang; a nested boot takes about 40 s.
 guard_s=${BRISK_BOOT_TESTS_GUARD:-90}
 
-. "$here/../include/tap.sh"
+. "$here/../lib/tap.sh"
 # Seconds between two $EPOCHREALTIME stamps.
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 

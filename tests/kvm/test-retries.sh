@@ -11,7 +11,7 @@
 
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../include/tap.sh"
+. "$here/../lib/tap.sh"
 . "$here/lib/kmod.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -8,7 +8,7 @@
 
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-. "$here/../include/tap.sh"
+. "$here/../lib/tap.sh"
 . "$here/lib/arch.sh"
 . "$here/lib/route.sh"
 tmp=$(mktemp -d)

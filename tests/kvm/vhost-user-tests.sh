@@ -31,7 +31,7 @@
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 me=$here/$(basename "${BASH_SOURCE[0]}")
-. "$here/../include/tap.sh"
+. "$here/../lib/tap.sh"
 
 brisk= outdir=$PWD/vhost-user-tests.d inner= only= kernel= initrd=
 while [ $# -gt 0 ]; do
@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: $0 --brisk PATH [--outdir DIR] [--only BOOT]" >&2; exit 2 ;;
 	esac
 done
-. "$here/../include/die.sh"
+. "$here/../lib/die.sh"
 case $only in ''|brisk-fe|brisk-kill|qemu-fe) ;; *) die "--only: no boot named $only" ;; esac
 
 if [ -z "$inner" ]; then

@@ -7,7 +7,7 @@
 # reorders the store after the load (x86 does), which no run can be sure
 # to catch; the instruction is there or it is not.  Output is TAP.
 set -u
-. "$(dirname "$0")/../include/tap.sh"
+. "$(dirname "$0")/../lib/tap.sh"
 objdump=$1 lib=$2
 command -v "$objdump" >/dev/null ||
 	{ tap_skip "full fences" "no $objdump (binutils for this architecture)"; tap_done; }

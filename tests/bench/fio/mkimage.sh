@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: mkimage.sh OUT.cpio [INIT]}
 init=${2:-$here/init}
 
-. "$here/../../include/die.sh"
+. "$here/../../lib/die.sh"
 
 need_pkgs=()
 [ -x /usr/bin/fio ] || need_pkgs+=(fio)
