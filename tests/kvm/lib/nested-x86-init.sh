@@ -1,10 +1,20 @@
+#!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The nested x86 host's init (busybox sh), run by mkinitrd's /init once the
-# modules are in: it mounts this host's / read-only over 9p, the work
-# folder writable and the ctl share, then runs with-kvm's command chrooted
-# into that view, with two heartbeats beside it.  The work share goes last
-# so a work dir under /tmp or /run is not hidden by the tmpfs mounted there.
-mkdir -p /ctl /root
+# The nested x86 host's /init (busybox sh): it loads the modules, mounts
+# this host's / read-only over 9p, the work folder writable and the ctl
+# share, then runs with-kvm's command chrooted into that view, with two
+# heartbeats beside it.  The work share goes last so a work dir under /tmp
+# or /run is not hidden by the tmpfs mounted there.
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+# No /dev/console node in the initramfs: take it from devtmpfs so what
+# goes wrong here lands in the console log.
+exec </dev/console >/dev/console 2>&1
+while read -r m; do
+	insmod "/lib/modules/$m" 2>/dev/null
+done </lib/modules/order
 o=trans=virtio,version=9p2000.L,msize=262144
 mount -t 9p -o $o,cache=none ctl /ctl || { echo "init: no ctl share"; poweroff -f; }
 . /ctl/config
