@@ -22,8 +22,7 @@ nested_arm64() {
 	[ -x "$root/bin/busybox" ] || die "no arm64 busybox under $root; run $need"
 	work=$(cd "$work" 2>/dev/null && pwd -P) || die "--work: no such directory"
 
-	initrd=$(nested_initrd arm64 "$kver" "$root/bin/busybox" \
-		"$here/lib/nested-arm64-init.sh" virtio_pci 9pnet_virtio 9p) ||
+	initrd=$(nested_arm64_initrd "$kver" "$root/bin/busybox") ||
 		die "could not build the nested arm64 host's initramfs"
 
 	ctl=$(mktemp -d "${TMPDIR:-/tmp}/with-kvm.XXXXXX") || die "mktemp failed"
@@ -49,6 +48,24 @@ nested_arm64() {
 	rc=$?
 	[ $rc -eq 124 ] && echo "$prog: timed out after ${timeout}s" >&2
 	exit $rc
+}
+
+# nested_arm64_initrd KVER BUSYBOX: the path of the nested arm64 host's
+# initramfs, made by mkinitrd (as every test guest's is) and cached under a
+# key of everything that goes into it, so that any change makes a new one.
+nested_arm64_initrd() {
+	local kver=$1 busybox=$2 init=$here/lib/nested-arm64-init.sh cache key out
+	local mods=(virtio_pci 9pnet_virtio 9p) args=() m
+	key=$(printf '%s\n' arm64 "$kver" "${mods[*]}" |
+		cat - "$init" "$here/mkinitrd" "$busybox" | sha256sum | cut -c1-16)
+	cache=$(nested_cache) || return 1
+	out=$cache/with-kvm-arm64-$kver-$key.cpio.gz
+	if [ ! -s "$out" ]; then
+		for m in "${mods[@]}"; do args+=(-m "$m"); done
+		"$here/mkinitrd" -o "$out" -i "$init" -a arm64 -k "$kver" -n "${args[@]}" >&2 ||
+			return 1
+	fi
+	printf '%s\n' "$out"
 }
 
 # Boots the host and waits for it to come up; 1 when it did not.
