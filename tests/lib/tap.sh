@@ -10,13 +10,11 @@ tap_n=0 tap_failed=0 tap_dirty=0
 tap_check() {
 	local desc=$1
 	shift
-	tap_n=$((tap_n + 1))
 	if "$@"; then
+		tap_n=$((tap_n + 1))
 		echo "ok $tap_n - $desc"
 	else
-		echo "not ok $tap_n - $desc"
-		tap_failed=$((tap_failed + 1))
-		tap_dirty=1
+		tap_fail "$desc"
 	fi
 }
 
