@@ -6,7 +6,7 @@
 # Builds the libFuzzer targets in build-fuzz (clang, -Dfuzz=true) if
 # needed, runs each for N seconds (default 60, or $BRISK_FUZZ_SECONDS)
 # over a scratch copy of its seed corpus, and prints executions per
-# target.  Exits non-zero if any target crashed, leaked, timed out or
+# target.  Exits non-zero if any target crashed, leaked, hung or
 # tripped a sanitizer (the reproducer is kept under build-fuzz/fuzz-out/),
 # or has no seeds, loaded none, or executed nothing.
 set -u
@@ -30,6 +30,8 @@ case $seconds in ''|*[!0-9]*) echo "run-fuzzers.sh: bad seconds '$seconds'" >&2;
 	targets=(fuzz-split-pop fuzz-packed-pop fuzz-virtio-blk fuzz-virtio-pci
 		 fuzz-vhost-user fuzz-bzimage fuzz-cli fuzz-arm-image fuzz-arm-dtb)
 
+# How long past its time a target may run before it counts as hung.
+hang_s=300
 build=build-fuzz
 if ! command -v clang >/dev/null; then
 	echo "run-fuzzers.sh: clang not found; the fuzzers need it" >&2
@@ -63,10 +65,17 @@ for t in "${targets[@]}"; do
 	# Sanitizer reports abort the run so libFuzzer saves the input;
 	# -close_fd_mask=2 hides brisk's own error lines about the guest,
 	# not libFuzzer's or the sanitizers' reports.
+	#
+	# libFuzzer times each input by the wall clock (system_clock), so
+	# a step of the host's clock or a stalled host reads as a slow
+	# input: its -timeout is off.  A hang is caught instead by a
+	# monotonic limit on the whole run, far past its length; SIGABRT
+	# makes libFuzzer print where it was and save the input it was on.
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
 	UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
+		timeout -s ABRT $((seconds + hang_s)) \
 		"$build/tests/fuzz/$t" "$work" -max_total_time="$seconds" \
-		-timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 -print_final_stats=1 \
+		-timeout=0 -rss_limit_mb=2048 -close_fd_mask=2 -print_final_stats=1 \
 		-artifact_prefix="$out/$t/" >"$log" 2>&1
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -75,6 +84,11 @@ for t in "${targets[@]}"; do
 	loaded=$(sed -n 's/^INFO: seed corpus: files: \([0-9]*\).*/\1/p' "$log" | tail -1)
 	if [ $rc -eq 0 ] && { [ "${execs:-0}" -eq 0 ] || [ "${loaded:-0}" -eq 0 ]; }; then
 		echo "FAIL $t: ${execs:-0} executions, ${loaded:-0} of $seeds seeds loaded; log $log"
+		fail=1
+	elif [ $rc -eq 124 ]; then
+		echo "FAIL $t: still running ${hang_s}s past its ${seconds}s: an input hangs; log $log"
+		{ grep -m1 -B6 'in LLVMFuzzerTestOneInput' "$log"
+		  grep 'Test unit written' "$log"; } | sed 's/^/    /'
 		fail=1
 	elif [ $rc -ne 0 ] || grep -qE '^(==[0-9]+==ERROR|SUMMARY: )' "$log"; then
 		echo "FAIL $t: status $rc after ${execs:-?} executions; log $log"
