@@ -260,16 +260,24 @@ static void fe_inflight(struct fe *e)
  * (its sessions are short).  Then negotiates and hands over the inflight
  * region: a fresh one, or the one kept from the daemon that died.
  */
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static void fe_connect(struct fe *e)
 {
 	uint64_t want = ~0ull & ~(e->packed ? 0 : F(VIRTIO_F_RING_PACKED));
-	double until = (double)time(NULL) + STUCK_S;
+	double until = now_s() + STUCK_S;
 
 	e->gen = sh->daemon_gen;
 	while (vuf_connect(&e->v, sock_path(e->disk)) < 0) {
 		if (errno != ECONNREFUSED && errno != ENOENT)
 			fail(e->f, "connect %s: %s", sock_path(e->disk), strerror(errno));
-		if ((double)time(NULL) > until)
+		if (now_s() > until)
 			fail(e->f, "the daemon did not come back in %d s", STUCK_S);
 		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 		e->gen = sh->daemon_gen;
@@ -671,14 +679,6 @@ static long status_kb(pid_t pid, const char *field)
 			v = atol(line + len + 1);
 	fclose(f);
 	return v;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void nap_ms(long ms)
