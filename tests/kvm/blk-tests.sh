@@ -125,6 +125,7 @@ MiB=1048576
 
 . "$here/../lib/tap.sh"
 . "$here/../lib/pty.sh"
+. "$here/../lib/clock.sh"
 
 # mkdisk FILE BYTES [PAT@MIB]...: a sparse image with host patterns in it.
 mkdisk() {
@@ -247,13 +248,13 @@ run_vm_tty() {
 				tty_threads=$(cat /proc/"$(cat "$st.pid")"/task/*/comm 2>/dev/null | sort -u | tr '\n' ' ')
 				# The guest's shell expands it: its output is no echo.
 				printf 'echo typed-$((6 * 7))\r' >&7
-				typed_at=$SECONDS ;;
+				typed_at=$(mono_s) ;;
 			typed-42)
 				tty_typed=yes ;;
 			esac
 			[ $rc -eq 0 ] || break
 		fi
-		now=$SECONDS
+		now=$(mono_s)
 		if [ -n "$typed_at" ] && [ -z "$quit_at" ] &&
 		   { [ $tty_typed = yes ] || [ $((now - typed_at)) -ge 60 ]; }; then
 			printf '\001x' >&7
