@@ -254,12 +254,6 @@ static void fe_inflight(struct fe *e)
 		lost(e, "SET_INFLIGHT_FD");
 }
 
-/*
- * Connects, waiting while the daemon restarts (the socket refuses) and,
- * in the backlog, while the other front-end of this disk has its turn
- * (its sessions are short).  Then negotiates and hands over the inflight
- * region: a fresh one, or the one kept from the daemon that died.
- */
 static double now_s(void)
 {
 	struct timespec ts;
@@ -268,6 +262,12 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * Connects, waiting while the daemon restarts (the socket refuses) and,
+ * in the backlog, while the other front-end of this disk has its turn
+ * (its sessions are short).  Then negotiates and hands over the inflight
+ * region: a fresh one, or the one kept from the daemon that died.
+ */
 static void fe_connect(struct fe *e)
 {
 	uint64_t want = ~0ull & ~(e->packed ? 0 : F(VIRTIO_F_RING_PACKED));
