@@ -275,6 +275,19 @@ if [ "$vmm" = brisk ]; then
 	tap_status $? "brisk --check-kvm: usable on the ${BRISK_WITH_KVM_ROUTE:-} route" "$(echo $out)"
 	echo "$out" | sed 's/^/# /'
 fi
+# On the x86 nested route this runs in the nested host: its LAPIC timer
+# must tick the way with-kvm was asked to, since a one-shot one is what
+# the emulator's lost wake-ups freeze (tests/kvm/with-kvm).
+if [ "${BRISK_WITH_KVM_ROUTE:-}" = nested ] && [ "$arch" != arm64 ]; then
+	case ${BRISK_WITH_KVM_TICK:-periodic} in
+	periodic) want=tick_handle_periodic ;;
+	*) want=hrtimer_interrupt ;;
+	esac
+	got=$(awk '/^Clock Event Device: lapic/ { l = 1 }
+		l && /event_handler:/ { print $2; exit }' /proc/timer_list 2>&1)
+	tap_check "nested host: its LAPIC timer's handler is $want" [ "$got" = "$want" ]
+	[ "$got" = "$want" ] || tap_diag "it is: ${got:-none}"
+fi
 # The options QEMU CI command lines carry (tests/cli/qemu-lines.txt), in a
 # real boot: the console must still be the console, -nodefaults and all.
 qemu_ci=()
