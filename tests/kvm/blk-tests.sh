@@ -126,6 +126,7 @@ MiB=1048576
 . "$here/../lib/tap.sh"
 . "$here/../lib/pty.sh"
 . "$here/../lib/clock.sh"
+. "$here/lib/console.sh"
 
 # mkdisk FILE BYTES [PAT@MIB]...: a sparse image with host patterns in it.
 mkdisk() {
@@ -300,13 +301,11 @@ finish_boot() { # finish_boot NAME
 	# On stderr as well: a test runner shows a failed test's stderr, not
 	# its TAP comments.
 	if [ "$tap_dirty" -ne 0 ]; then
-		sed 's/^/#   /' "$log" | tail -n 40
-		sed 's/^/#   stderr: /' "$log.err" | tail -n 10
 		{
-			echo "== ${log##*/}: last 40 console lines, then brisk's stderr"
-			tail -n 40 "$log"
+			echo "== ${log##*/}: the console (its first oops, its last 40 lines), then brisk's stderr"
+			console_excerpt 40 < "$log"
 			tail -n 10 "$log.err"
-		} >&2
+		} | tee /dev/stderr | sed 's/^/#   /'
 	fi
 	tap_dirty=0
 }

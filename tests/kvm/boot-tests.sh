@@ -89,6 +89,7 @@ mem_floor=87
 guard_s=${BRISK_BOOT_TESTS_GUARD:-90}
 
 . "$here/../lib/tap.sh"
+. "$here/lib/console.sh"
 # Seconds between two $EPOCHREALTIME stamps.
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
@@ -250,14 +251,12 @@ boot() {
 		[ -z "$t_panic" ] || tap_diag "$name: exit $(elapsed "$t_panic" "$t_end")s after the panic"
 	fi
 	if [ "$tap_dirty" -ne 0 ]; then
-		sed 's/^[^ ]* /#   /' "$log" | tail -n 30
-		sed 's/^/#   stderr: /' "$log.err" | tail -n 10
 		# A test runner shows a failed test's stderr, not its TAP comments.
 		{
-			echo "== $name: last 30 console lines, then brisk's stderr"
-			sed 's/^[^ ]* //' "$log" | tail -n 30
+			echo "== $name: the console (its first oops, its last 30 lines), then brisk's stderr"
+			sed 's/^[^ ]* //' "$log" | console_excerpt 30
 			tail -n 10 "$log.err"
-		} >&2
+		} | tee /dev/stderr | sed 's/^/#   /'
 	fi
 }
 
@@ -285,8 +284,8 @@ if [ "${BRISK_WITH_KVM_ROUTE:-}" = nested ] && [ "$arch" != arm64 ]; then
 	esac
 	got=$(awk '/^Clock Event Device: lapic/ { l = 1 }
 		l && /event_handler:/ { print $2; exit }' /proc/timer_list 2>&1)
-	tap_check "nested host: its LAPIC timer's handler is $want" [ "$got" = "$want" ]
-	[ "$got" = "$want" ] || tap_diag "it is: ${got:-none}"
+	[ "$got" = "$want" ]
+	tap_status $? "nested host: its LAPIC timer's handler is $want" "it is: ${got:-none}"
 fi
 # The options QEMU CI command lines carry (tests/cli/qemu-lines.txt), in a
 # real boot: the console must still be the console, -nodefaults and all.

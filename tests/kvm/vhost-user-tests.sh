@@ -32,6 +32,7 @@ set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 me=$here/$(basename "${BASH_SOURCE[0]}")
 . "$here/../lib/tap.sh"
+. "$here/lib/console.sh"
 
 brisk= outdir=$PWD/vhost-user-tests.d inner= only= kernel= initrd=
 while [ $# -gt 0 ]; do
@@ -204,8 +205,8 @@ mib_of() { vu_lines | awk -v d="$1" '$1 == "disk" && $2 == d { sub("mib=", "", $
 finish_boot() {
 	if [ "$tap_dirty" -ne 0 ]; then
 		{
-			echo "== ${log##*/}: last 30 console lines, then the front-end's stderr"
-			tail -n 30 "$log"
+			echo "== ${log##*/}: the console (its first oops, its last 30 lines), then the front-end's stderr"
+			console_excerpt 30 < "$log"
 			tail -n 10 "$log.err"
 		} | tee /dev/stderr | sed 's/^/# /'
 	fi
