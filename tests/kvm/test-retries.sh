@@ -41,6 +41,7 @@ done
 [ -d "$ctl" ] || exit 3
 n=$(( $(cat "$FAKE_DIR/starts" 2>/dev/null || echo 0) + 1 ))
 echo $n >"$FAKE_DIR/starts"
+sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status >"$FAKE_DIR/cpus"
 set -- $FAKE_PLAN
 shift $((n - 1))
 case ${1:-run} in
@@ -62,7 +63,7 @@ chmod +x "$tmp/bin/qemu-system-x86_64"
 # run PLAN: with-kvm on the nested route with the stand-in; sets rc,
 # starts, and out/err files.
 run() {
-	rm -f "$tmp/starts"
+	rm -f "$tmp/starts" "$tmp/cpus"
 	FAKE_PLAN=$1 FAKE_DIR=$tmp PATH="$tmp/bin:$PATH" \
 	BRISK_WITH_KVM_START_TIMEOUT=2 BRISK_WITH_KVM_WEDGE_TIMEOUT=3 \
 	BRISK_WITH_KVM=nested XDG_CACHE_HOME=${XDG_CACHE_HOME:-$HOME/.cache} \
@@ -82,6 +83,24 @@ tap_check "a clean start: no retry, and the command is told so" has "$tmp/out" "
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 run "run"
 tap_check "the sanitizers' settings reach the command in the nested host" \
 	eval 'has "$tmp/out" "^ubsan=halt_on_error=1:print_stacktrace=1$" && has "$tmp/out" "^asan=detect_leaks=1$"'
+
+# The emulator runs on one host CPU, the first with-kvm may use: its
+# threads' unlocked updates of the pending-interrupt word then cannot
+# interleave.  BRISK_WITH_KVM_PIN=off lets it run on all of them.
+mine=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+case $mine in
+*[,-]*)
+	tap_check "the nested host's QEMU runs on one CPU, with-kvm's first (${mine%%[,-]*} of $mine)" \
+		[ "$(cat "$tmp/cpus" 2>/dev/null)" = "${mine%%[,-]*}" ]
+	BRISK_WITH_KVM_PIN=off run "run"
+	tap_check "BRISK_WITH_KVM_PIN=off: on all of with-kvm's CPUs ($mine)" \
+		eval '[ $rc -eq 7 ] && [ "$(cat "$tmp/cpus" 2>/dev/null)" = "$mine" ]' ;;
+*)
+	tap_skip "the nested host's QEMU runs on one CPU" "this test may use one CPU only ($mine): pinned or not looks the same" ;;
+esac
+BRISK_WITH_KVM_PIN=bogus run "run"
+tap_check "BRISK_WITH_KVM_PIN=bogus: exit 1, saying so, no start" \
+	eval '[ $rc -eq 1 ] && [ "$starts" -eq 0 ] && has "$tmp/err" "BRISK_WITH_KVM_PIN: on or off, not .bogus."'
 
 run "hang run"
 tap_check "a start that hangs is made once more" [ "$starts" -eq 2 ]
