@@ -305,7 +305,7 @@ finish_boot() { # finish_boot NAME
 			echo "== ${log##*/}: the console (its first oops, its last 40 lines), then brisk's stderr"
 			console_excerpt 40 < "$log"
 			tail -n 10 "$log.err"
-		} | tee /dev/stderr | sed 's/^/#   /'
+		} | console_show
 	fi
 	tap_dirty=0
 }

@@ -256,7 +256,7 @@ boot() {
 			echo "== $name: the console (its first oops, its last 30 lines), then brisk's stderr"
 			sed 's/^[^ ]* //' "$log" | console_excerpt 30
 			tail -n 10 "$log.err"
-		} | tee /dev/stderr | sed 's/^/#   /'
+		} | console_show
 	fi
 }
 

@@ -41,8 +41,24 @@ for oops in "BUG: kernel NULL pointer dereference" "Oops: 0002 [#1]" \
 	"general protection fault, probably for non-canonical address" \
 	"traps: PANIC: double fault, error_code: 0x0" \
 	"BUG: stack guard page was hit at 0000000012345678" \
+	"stack segment: 0000 [#1] PREEMPT SMP NOPTI" "int3: 0000 [#1] SMP" \
+	"divide error: 0000 [#1] PREEMPT SMP NOPTI" "kernel BUG at mm/slub.c:379!" \
+	"Unable to handle kernel paging request at virtual address dead000000000108" \
+	"Insufficient stack space to handle exception!" \
 	"Internal error: Oops: 96000004 [#1] SMP" "Kernel panic - not syncing: Fatal exception"; do
 	out=$( { console 100 0; echo "$oops"; console 100 0; } | console_excerpt 30)
 	tap_check "its first line is found: $oops" [ "$(lines "$out" "$oops")" -eq 1 ]
 done
+
+# console_show: on stderr and as TAP comments, even a last line without
+# its newline; stderr appended to, as the nested hosts' logs are, keeps
+# what was there.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+echo "earlier stderr" >"$log"
+out=$(printf 'ok 1 - not a TAP line\nlast' | console_show 2>>"$log")
+tap_check "console_show: every line it prints is a TAP comment" \
+	[ "$out" = "$(printf '#   ok 1 - not a TAP line\n#   last')" ]
+tap_check "console_show: stderr gets the same lines, after what it had" \
+	[ "$(cat "$log")" = "$(printf 'earlier stderr\nok 1 - not a TAP line\nlast')" ]
 tap_done

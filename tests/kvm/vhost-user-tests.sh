@@ -208,7 +208,7 @@ finish_boot() {
 			echo "== ${log##*/}: the console (its first oops, its last 30 lines), then the front-end's stderr"
 			console_excerpt 30 < "$log"
 			tail -n 10 "$log.err"
-		} | tee /dev/stderr | sed 's/^/# /'
+		} | console_show
 	fi
 	tap_dirty=0
 }
