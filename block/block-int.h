@@ -10,6 +10,7 @@
 
 struct blk_file {
 	int fd;
+	int lock_fd;		/* holds the image's locks (block/lock.c); -1: none */
 	uint64_t size;		/* bytes */
 	bool readonly;
 	bool direct;		/* opened O_DIRECT */
@@ -47,6 +48,24 @@ struct blk_file {
 	bool no_zero_range;
 	bool no_discard;	/* BLKDISCARD, block devices */
 };
+
+/* QEMU's block permissions, the bits block/lock.c locks bytes for. */
+enum {
+	BLK_PERM_CONSISTENT_READ = 1 << 0,
+	BLK_PERM_WRITE = 1 << 1,
+	BLK_PERM_WRITE_UNCHANGED = 1 << 2,
+	BLK_PERM_RESIZE = 1 << 3,
+	BLK_PERM_BITS = 4,
+};
+
+/*
+ * Locks fd's image for perm, letting others have shared (and nothing
+ * else): returns the descriptor of a new open file of the image that
+ * holds the locks until it is closed, or -1 after one line naming what
+ * (a conflict, or a file system that cannot lock).  writable: fd may be
+ * written (a read lock needs a readable file, so either will do).
+ */
+int blk_lock_open(int fd, bool writable, const char *what, unsigned perm, unsigned shared);
 
 struct blk_queue_ops {
 	void (*add)(struct blk_queue *q, struct blk_req *req);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "block-int.h"
+#include "util/compiler.h"
 #include "util/log.h"
 
 /* Sector size the device exposes; images must be whole sectors. */
@@ -171,28 +172,24 @@ static int blk_copy_range(int src, int dst, off_t from, off_t to)
 }
 
 /*
- * The snapshot's copy: a clone where the filesystem shares extents
- * (FICLONE), else the image's data extents copied, holes left holes, so a
- * sparse image costs what it holds.  Returns the copy's fd, open O_RDWR.
+ * The snapshot's copy of src: a clone where the filesystem shares
+ * extents (FICLONE), else the image's data extents copied, holes left
+ * holes, so a sparse image costs what it holds.  Returns the copy's fd,
+ * open O_RDWR.
  */
-static int blk_snapshot_copy(const char *path)
+static int blk_snapshot_copy(int src, const char *what)
 {
 	const char *dir = getenv("TMPDIR");
 	bool fallback = !dir || !*dir;
-	int src, dst = -1;
+	int dst = -1;
 	struct stat st;
 	off_t pos = 0;
 
 	if (fallback)
 		dir = "/var/tmp";
-	src = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (src < 0) {
-		error_report("%s: %s", path, strerror(errno));
-		return -1;
-	}
 	if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode)) {
-		error_report("%s: snapshot=on needs a regular file", path);
-		goto fail;
+		error_report("%s: snapshot=on needs a regular file", what);
+		return -1;
 	}
 	dst = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
 	/*
@@ -204,14 +201,14 @@ static int blk_snapshot_copy(const char *path)
 		dst = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
 	}
 	if (dst < 0) {
-		error_report("%s: snapshot=on: no temporary file in %s: %s", path,
+		error_report("%s: snapshot=on: no temporary file in %s: %s", what,
 			     dir, strerror(errno));
-		goto fail;
+		return -1;
 	}
 	if (!ioctl(dst, FICLONE, src))
-		goto done;
+		return dst;
 	if (ftruncate(dst, st.st_size) < 0)
-		goto io_fail;
+		goto fail;
 	while (pos < st.st_size) {
 		off_t data = lseek(src, pos, SEEK_DATA), end;
 
@@ -219,84 +216,161 @@ static int blk_snapshot_copy(const char *path)
 			break;		/* only a hole is left */
 		end = data < 0 ? -1 : lseek(src, data, SEEK_HOLE);
 		if (end < 0)
-			goto io_fail;
+			goto fail;
 		if (blk_copy_range(src, dst, data, end) < 0)
-			goto io_fail;
+			goto fail;
 		pos = end;
 	}
-done:
-	close(src);
 	return dst;
-io_fail:
-	error_report("%s: snapshot=on: copying the image to %s: %s", path, dir,
-		     strerror(errno));
 fail:
-	if (dst >= 0)
-		close(dst);
-	close(src);
+	error_report("%s: snapshot=on: copying the image to %s: %s", what, dir,
+		     strerror(errno));
+	close(dst);
 	return -1;
 }
 
-/* The copy, again with the open flags a file gets (O_DIRECT...). */
-static int blk_snapshot_open(const char *path, int flags)
+/*
+ * f, open on the image read-only, becomes its private copy, open with
+ * flags (O_RDWR, O_DIRECT...).  Closing the image lets go of its lock:
+ * nothing reads it after the copy.
+ */
+static int blk_snapshot(struct blk_file *f, int flags, bool direct, const char *what)
 {
 	char self[32];
-	int copy = blk_snapshot_copy(path), fd;
+	int copy = blk_snapshot_copy(f->fd, what), fd;
 
 	if (copy < 0)
 		return -1;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", copy);
 	fd = open(self, flags);
 	if (fd < 0)
-		error_report("%s: snapshot=on: reopening the copy: %s", path,
+		error_report("%s: snapshot=on: reopening the copy: %s", what,
 			     strerror(errno));
 	close(copy);
-	return fd;
+	if (fd < 0)
+		return -1;
+	close(f->fd);
+	if (f->lock_fd >= 0)
+		close(f->lock_fd);
+	f->lock_fd = -1;
+	f->fd = fd;
+	f->readonly = false;
+	f->direct = direct;
+	return blk_file_check(f, what);
+}
+
+/*
+ * Headers of the image formats QEMU probes for, which a raw disk must
+ * not be mistaken for (each format's own specification: magic and where
+ * it sits).
+ */
+static const struct {
+	const char *name;
+	unsigned off, len;
+	const char *magic;
+} image_magics[] = {
+	{ "qcow2", 0, 4, "QFI\xfb" },		/* version 1: qcow */
+	{ "qed", 0, 4, "QED\0" },
+	{ "vmdk", 0, 4, "KDMV" },		/* hosted sparse extent */
+	{ "vmdk", 0, 4, "COWD" },		/* ESX sparse extent */
+	{ "vmdk", 0, 21, "# Disk DescriptorFile" },
+	{ "vdi", 0x40, 4, "\x7f\x10\xda\xbe" },
+	{ "vhdx", 0, 8, "vhdxfile" },
+	{ "vpc", 0, 8, "conectix" },
+	{ "luks", 0, 6, "LUKS\xba\xbe" },
+};
+#define PROBE_LEN 4096u		/* a multiple of any O_DIRECT block brisk takes */
+
+static int blk_probe(struct blk_file *f, const char *what)
+{
+	uint8_t *buf;
+	ssize_t n;
+
+	if (posix_memalign((void **)&buf, PROBE_LEN, PROBE_LEN)) {
+		error_report("%s: out of memory", what);
+		return -1;
+	}
+	n = pread(f->fd, buf, PROBE_LEN, 0);
+	if (n < 0) {
+		error_report("%s: reading its first sector: %s", what, strerror(errno));
+		free(buf);
+		return -1;
+	}
+	for (unsigned i = 0; i < ARRAY_SIZE(image_magics); i++) {
+		const char *name = image_magics[i].name;
+
+		if ((size_t)n < image_magics[i].off + image_magics[i].len ||
+		    memcmp(buf + image_magics[i].off, image_magics[i].magic,
+			   image_magics[i].len))
+			continue;
+		/* qcow's version, big-endian at 4: 1 is the old qcow. */
+		if (i == 0 && n >= 8 && !buf[4] && !buf[5] && !buf[6] && buf[7] == 1)
+			name = "qcow";
+		error_report("%s: looks like a %s image, and brisk serves raw images only "
+			     "(format=raw serves its bytes as they are)", what, name);
+		free(buf);
+		return -1;
+	}
+	free(buf);
+	return 0;
 }
 
 struct blk_file *blk_file_open(const struct blk_file_opts *opts)
 {
+	const char *what = opts->label ? opts->label : opts->path;
 	struct blk_file *f;
+	/* A snapshot reads the image once, for its copy, not through O_DIRECT. */
+	bool copy = opts->snapshot && !opts->readonly;
+	bool direct = opts->cache == BLK_CACHE_NONE;
 	/* O_NONBLOCK so a FIFO cannot hang us before fstat() rejects it. */
-	int flags = O_CLOEXEC | O_NONBLOCK |
+	int flags = O_CLOEXEC | O_NONBLOCK | (direct ? O_DIRECT : 0) |
 		    (opts->readonly ? O_RDONLY : O_RDWR);
+	unsigned perm = BLK_PERM_CONSISTENT_READ;
 
-	if (opts->cache == BLK_CACHE_NONE)
-		flags |= O_DIRECT;
 	f = calloc(1, sizeof(*f));
 	if (!f || !(f->path = strdup(opts->path))) {
-		error_report("%s: out of memory", opts->path);
+		error_report("%s: out of memory", what);
 		free(f);
 		return NULL;
 	}
-	f->readonly = opts->readonly;
-	f->direct = opts->cache == BLK_CACHE_NONE;
-	if (opts->snapshot && !opts->readonly) {
-		f->fd = blk_snapshot_open(opts->path, flags);
-		if (f->fd < 0)
-			goto fail;
-	} else {
-		f->fd = open(opts->path, flags);
-	}
+	f->lock_fd = -1;
+	f->readonly = opts->readonly || copy;
+	f->direct = direct && !copy;
+	f->fd = open(opts->path, copy ? O_CLOEXEC | O_NONBLOCK | O_RDONLY : flags);
 	if (f->fd < 0) {
 		if (errno == EINVAL && f->direct)
 			error_report("%s: cache=none: O_DIRECT not supported "
-				     "here", opts->path);
+				     "here", what);
+		else if ((errno == EACCES || errno == EROFS) && !f->readonly &&
+			 opts->ro_hint)
+			error_report("%s: %s (%s)", what, strerror(errno), opts->ro_hint);
 		else
-			error_report("%s: %s", opts->path, strerror(errno));
+			error_report("%s: %s", what, strerror(errno));
 		goto fail;
 	}
-	if (blk_file_check(f, opts->path) < 0)
+	if (blk_file_check(f, what) < 0)
+		goto fail;
+	if (!f->readonly)
+		perm |= BLK_PERM_WRITE;
+	if (opts->lock &&
+	    (f->lock_fd = blk_lock_open(f->fd, !f->readonly, what, perm,
+					BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE_UNCHANGED)) < 0)
+		goto fail;
+	if (opts->probe && blk_probe(f, what) < 0)
+		goto fail;
+	if (copy && blk_snapshot(f, flags, direct, what) < 0)
 		goto fail;
 	blk_align_file_init(f);
 	if (fcntl(f->fd, F_SETFL, fcntl(f->fd, F_GETFL) & ~O_NONBLOCK) < 0) {
-		error_report("%s: %s", opts->path, strerror(errno));
+		error_report("%s: %s", what, strerror(errno));
 		goto fail;
 	}
 	return f;
 fail:
 	if (f->fd >= 0)
 		close(f->fd);
+	if (f->lock_fd >= 0)
+		close(f->lock_fd);
 	free(f->path);
 	free(f);
 	return NULL;
@@ -322,6 +396,8 @@ void blk_file_close(struct blk_file *f)
 		return;
 	pthread_mutex_destroy(&f->lock);
 	close(f->fd);
+	if (f->lock_fd >= 0)
+		close(f->lock_fd);
 	free(f->path);
 	free(f);
 }

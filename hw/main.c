@@ -61,7 +61,7 @@ static int blk_parse(struct brisk *b)
 	}
 	if (o->snapshot)
 		blk_cmdline_snapshot(b->blk);
-	return blk_cmdline_finish(b->blk) || blk_drives_check(b->blk);
+	return blk_cmdline_finish(b->blk) || blk_drives_open(b->blk, o->board.ncpus);
 }
 
 static int devices_parse(struct brisk *b)

@@ -11,14 +11,15 @@
 # be installed beside their amd64 twins, unpacked into a cache directory.
 # qemu-system-common brings qemu-storage-daemon (a vhost-user back-end for
 # the KVM suite and the benchmark; QEMU pulls it in too, but the tests
-# name it).
+# name it); qemu-utils brings qemu-img, which makes the images of other
+# formats that brisk must refuse to serve raw.
 set -eu
 
 native=$(dpkg --print-architecture)
 pkgs="build-essential gcc meson ninja-build pkg-config liburing-dev libfdt-dev
 linux-libc-dev busybox-static cpio kmod fio gnuplot-nox clang libclang-rt-14-dev
 llvm valgrind device-tree-compiler e2fsprogs util-linux bsdutils python3
-qemu-system-common dmsetup"
+qemu-system-common qemu-utils dmsetup"
 cross=
 case $native in
 amd64)

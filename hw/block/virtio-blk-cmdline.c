@@ -70,6 +70,8 @@ static const int aio_vals[] = { BLK_AIO_IO_URING, BLK_AIO_THREADS };
 static const char *const cache_names[] = { "writeback", "none", NULL };
 static const int cache_vals[] = { BLK_CACHE_WRITEBACK, BLK_CACHE_NONE };
 static const char *const disk_names[] = { "disk", NULL };
+static const char *const locking_names[] = { "on", "off", "auto", NULL };
+static const int locking_vals[] = { 1, 0, 1 };
 
 #define D(f, t) OPT_AT(struct blk_drive_cfg, f, t)
 static const struct opt_prop drive_props[] = {
@@ -78,8 +80,12 @@ static const struct opt_prop drive_props[] = {
 	  .def = "virtio", .why = "brisk has virtio disks only",
 	  .help = "virtio: a disk of its own; none: for -device or -export drive=" },
 	{ "id", OPT_ID, D(id, char *), .help = "the name -device/-export drive= uses" },
-	{ "format", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE, .names = raw_names, .def = "raw",
+	{ "format", OPT_ENUM, D(format_given, int), .names = raw_names,
+	  .vals = (const int[]){ 1 }, .def = "raw, unless its header is another format's",
 	  .why = "brisk reads raw images only", .help = "the image format" },
+	{ "file.locking", OPT_ENUM, D(locking, int), .names = locking_names,
+	  .vals = locking_vals, .def = "auto",
+	  .help = "QEMU's image locks (auto: on); off lets other processes share it" },
 	{ "aio", OPT_ENUM, D(aio, int), .names = aio_names, .vals = aio_vals,
 	  .def = "io_uring", .help = "how requests reach the file" },
 	{ "cache", OPT_ENUM, D(cache, int), .names = cache_names, .vals = cache_vals,
@@ -107,6 +113,7 @@ static struct blk_drive_cfg *find_drive(struct blk_cmdline *c, const char *id)
 
 static void drive_cfg_clear(struct blk_drive_cfg *d)
 {
+	blk_file_close(d->f);
 	free(d->id);
 	free(d->file);
 	memset(d, 0, sizeof(*d));
@@ -116,7 +123,7 @@ int blk_cmdline_drive(struct blk_cmdline *c, const char *arg)
 {
 	struct blk_drive_cfg d = {
 		.aio = BLK_AIO_IO_URING, .cache = BLK_CACHE_WRITEBACK,
-		.if_virtio = 1,
+		.if_virtio = 1, .locking = 1,
 	};
 	int r;
 
@@ -356,6 +363,15 @@ int blk_cmdline_finish(struct blk_cmdline *c)
 				     "drive, a device or an export)", w, d->id);
 			return -1;
 		}
+		if (dc->socket_path && dc->writable && d->readonly) {
+			error_report("%s %s: cannot export read-only drive %s as writable "
+				     "(writable=on needs a drive without readonly=on)", w,
+				     dc->export_id, d->id);
+			return -1;
+		}
+		/* An export the front ends cannot write opens and locks its image so. */
+		if (dc->socket_path && !dc->writable)
+			d->readonly = true;
 		d->used = true;
 		dc->drive = (unsigned)(d - c->drives);
 	}
@@ -394,21 +410,27 @@ void blk_cmdline_free(struct blk_cmdline *c)
  */
 int blk_devices_create(struct blk_cmdline *c, struct machine *m)
 {
-	if (!c->finished && blk_cmdline_finish(c) < 0)
+	if ((!c->finished && blk_cmdline_finish(c) < 0) ||
+	    blk_drives_open_files(c, m ? m->ncpus : 1) < 0)
 		return -1;
 	for (unsigned i = 0; i < c->nr_devs; i++) {
 		struct blk_device_cfg *dc = &c->devs[i];
-		const struct blk_drive_cfg *d = &c->drives[dc->drive];
+		struct blk_drive_cfg *d = &c->drives[dc->drive];
+		struct blk_file *f = d->f;
 		struct virtio_plug *plug;
 
+		/* The device owns the file from here, whatever happens. */
+		d->f = NULL;
 		/* An export serves whatever memory its front end brings. */
 		if (dc->socket_path) {
 			plug = vu_backend_plug(dc->socket_path);
-			dc->dev = plug ? vblk_create(NULL, 1, d, dc, plug) : NULL;
+			dc->dev = plug ? vblk_create(NULL, 1, f, d, dc, plug) : NULL;
 		} else {
 			plug = virtio_pci_plug(m, virtio_blk_pci_family.pci_class);
-			dc->dev = plug ? vblk_create(&m->mem, m->ncpus, d, dc, plug) : NULL;
+			dc->dev = plug ? vblk_create(&m->mem, m->ncpus, f, d, dc, plug) : NULL;
 		}
+		if (!plug)
+			blk_file_close(f);
 		if (!dc->dev)
 			return -1;
 	}

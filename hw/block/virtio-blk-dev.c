@@ -361,36 +361,35 @@ void vblk_destroy(struct vblk *s)
 	free(s);
 }
 
-struct vblk *vblk_create(const struct guest_mem *mem, unsigned ncpus,
+/* num-queues as the device will have it: without num-queues=, the vCPU count. */
+static unsigned vblk_queues(const struct blk_device_cfg *dc, unsigned ncpus)
+{
+	unsigned n = dc->num_queues ? dc->num_queues : ncpus;
+
+	return n < 1 ? 1 : n > VBLK_MAX_QUEUES ? VBLK_MAX_QUEUES : n;
+}
+
+struct vblk *vblk_create(const struct guest_mem *mem, unsigned ncpus, struct blk_file *file,
 			 const struct blk_drive_cfg *d, const struct blk_device_cfg *cfg,
 			 struct virtio_plug *plug)
 {
 	struct vblk *s = calloc(1, sizeof(*s));
-	struct blk_file_opts o = {
-		.path = d->file, .readonly = d->readonly, .cache = d->cache,
-		.snapshot = d->snapshot,
-	};
+	struct blk_file_info fi;
 
-	assert(plug);
+	assert(plug && file);
 	if (!s) {
+		error_report("virtio-blk %s: out of memory", d->file);
+		blk_file_close(file);
 		virtio_unplug(plug);
 		return NULL;
 	}
 	s->plug = plug;
 	s->now_ns = clock_now_ns;
-	struct blk_file_info fi;
-
-	s->file = blk_file_open(&o);
-	if (!s->file)
-		goto fail;
+	s->file = file;
 	blk_file_info(s->file, &fi);
 	s->readonly = d->readonly || fi.readonly || (cfg->socket_path && !cfg->writable);
 	s->capacity = fi.size >> SECTOR_SHIFT;
-	s->nq = cfg->num_queues ? cfg->num_queues : ncpus;
-	if (s->nq < 1)
-		s->nq = 1;
-	if (s->nq > VBLK_MAX_QUEUES)
-		s->nq = VBLK_MAX_QUEUES;
+	s->nq = vblk_queues(cfg, ncpus);
 	memcpy(s->serial, cfg->serial, strnlen(cfg->serial, VBLK_SERIAL_LEN));
 	if (cfg->physical_block_size && cfg->physical_block_size < fi.align &&
 	    !cfg->logical_block_size) {
@@ -438,24 +437,46 @@ fail:
 	return NULL;
 }
 
-int blk_drives_check(const struct blk_cmdline *c)
+static struct blk_file *drive_open(const struct blk_drive_cfg *d)
 {
-	if (vublk_chardevs_check(c) < 0)
-		return -1;
-	for (unsigned i = 0; i < c->nr_drives; i++) {
-		const struct blk_drive_cfg *d = &c->drives[i];
-		/* A snapshot's image is only read: checked without a copy. */
-		struct blk_file_opts o = {
-			.path = d->file, .readonly = d->readonly || d->snapshot,
-			.cache = d->cache,
-		};
-		struct blk_file *f = blk_file_open(&o);
+	char label[PATH_MAX + 16];
+	struct blk_file_opts o = {
+		.path = d->file, .label = label,
+		.ro_hint = "readonly=on opens it read-only",
+		.readonly = d->readonly, .cache = d->cache, .snapshot = d->snapshot,
+		.lock = d->locking, .probe = !d->format_given,
+	};
 
-		if (!f)
+	snprintf(label, sizeof(label), "-drive file=%s", d->file);
+	return blk_file_open(&o);
+}
+
+/* What blk_drives_open() checks but the -chardev sockets (an export may be about to make one). */
+int blk_drives_open_files(struct blk_cmdline *c, unsigned ncpus)
+{
+	for (unsigned i = 0; i < c->nr_devs; i++) {
+		const struct blk_device_cfg *dc = &c->devs[i];
+		unsigned nq = vblk_queues(dc, ncpus);
+
+		if (dc->iothreads > nq) {
+			error_report("-device virtio-blk-pci: iothreads=%u exceeds "
+				     "num-queues=%u%s", dc->iothreads, nq,
+				     dc->num_queues ? "" : " (the vCPU count)");
 			return -1;
-		blk_file_close(f);
+		}
+	}
+	for (unsigned i = 0; i < c->nr_drives; i++) {
+		struct blk_drive_cfg *d = &c->drives[i];
+
+		if (!d->f && !(d->f = drive_open(d)))
+			return -1;
 	}
 	return 0;
+}
+
+int blk_drives_open(struct blk_cmdline *c, unsigned ncpus)
+{
+	return vublk_chardevs_check(c) < 0 ? -1 : blk_drives_open_files(c, ncpus);
 }
 
 void blk_device_set_clock(struct blk_cmdline *c, unsigned i, uint64_t (*now_ns)(void))

@@ -35,7 +35,11 @@ struct blk_drive_cfg {
 	int if_virtio;		/* if=virtio (1): makes its own device; if=none (0) */
 	enum blk_aio aio;
 	enum blk_cache cache;
+	int format_given;	/* format=raw: served as it is, not probed */
+	int locking;		/* file.locking: on (auto) or off */
 	bool used;		/* some device names it */
+	/* Open from blk_drives_open() until its device takes it. */
+	struct blk_file *f;
 };
 
 struct blk_device_cfg {
@@ -121,13 +125,16 @@ int vublk_chardevs_check(const struct blk_cmdline *c);
 struct machine;
 struct guest_mem;
 struct virtio_plug;
+/* blk_drives_open() without the -chardev sockets' check. */
+int blk_drives_open_files(struct blk_cmdline *c, unsigned ncpus);
 /*
- * The device, its file open and its I/O threads running, reached through
- * plug (which it owns from here on, even when it fails).  mem is the
- * guest memory it serves, NULL for what plug brings (an export's front
- * end); ncpus sizes num-queues=0.  NULL after one error line.
+ * The device serving file (drive's, opened by blk_drives_open()), its
+ * I/O threads running, reached through plug; it owns file and plug from
+ * here on, even when it fails.  mem is the guest memory it serves, NULL
+ * for what plug brings (an export's front end); ncpus sizes
+ * num-queues=0.  NULL after one error line.
  */
-struct vblk *vblk_create(const struct guest_mem *mem, unsigned ncpus,
+struct vblk *vblk_create(const struct guest_mem *mem, unsigned ncpus, struct blk_file *file,
 			 const struct blk_drive_cfg *drive, const struct blk_device_cfg *cfg,
 			 struct virtio_plug *plug);
 void vblk_destroy(struct vblk *s);

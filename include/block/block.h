@@ -22,12 +22,34 @@ enum blk_cache { BLK_CACHE_WRITEBACK, BLK_CACHE_NONE };
 
 struct blk_file_opts {
 	const char *path;
+	/* What messages call the file ("-drive file=disk.raw"); path if NULL. */
+	const char *label;
+	/*
+	 * Appended to a refused read-write open (EACCES, EROFS): how the
+	 * caller's user asks for a read-only one.  NULL: nothing.
+	 */
+	const char *ro_hint;
 	bool readonly;
+	/*
+	 * QEMU's image locks (block/lock.c), held while the file is open: a
+	 * writer takes read and write and shares read, a reader takes read;
+	 * neither shares write or resize.  An image another process (QEMU,
+	 * qemu-storage-daemon, another brisk) holds in a way that conflicts
+	 * is refused with one line.
+	 */
+	bool lock;
+	/*
+	 * The format was not given: refuse a file whose first bytes are
+	 * another image format's header (qcow2, vmdk, LUKS...), which served
+	 * raw would let the guest overwrite the image's metadata.
+	 */
+	bool probe;
 	enum blk_cache cache;
 	/*
 	 * Serve a private copy of the image (QEMU's -snapshot): the guest's
 	 * writes go to an unlinked file in $TMPDIR (default /var/tmp, else
-	 * /tmp), gone at exit; the image is only read.
+	 * /tmp), gone at exit; the image is only read, while the copy is made
+	 * (with a reader's lock, the copy then holding none).
 	 */
 	bool snapshot;
 };

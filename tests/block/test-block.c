@@ -833,6 +833,113 @@ static bool t_open_rejects(void)
 	return true;
 }
 
+/*
+ * Whether an open file other than f's own holds a lock on byte: what
+ * QEMU asks of an image before it takes it.
+ */
+static bool byte_held(const char *path, off_t byte)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = byte,
+			    .l_len = 1 };
+	bool held = fd >= 0 && fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+
+	if (fd >= 0)
+		close(fd);
+	return held;
+}
+
+/*
+ * The bytes held, as QEMU's file driver lays them out (block/file-posix.c:
+ * permission bit i at 100 + i, "not shared" bit i at 200 + i; bits: 0
+ * consistent read, 1 write, 2 write unchanged, 3 resize): a writer holds
+ * read and write and shares only read and write-unchanged, a reader
+ * holds read and shares the same; nothing else, and nothing at all
+ * without lock or once closed.
+ */
+static bool t_locks(void)
+{
+	static const off_t writer[] = { 100, 101, 201, 203 }, reader[] = { 100, 201, 203 };
+	static const off_t none[] = { 102, 103, 200, 202 };
+	char p[4200];
+	struct blk_file_opts o = { .path = p, .lock = true };
+	struct blk_file *f, *g;
+
+	REQUIRE(make_file(p, sizeof(p), "locked.raw", 4096));
+	REQUIRE((f = blk_file_open(&o)));
+	for (size_t i = 0; i < ARRAY_SIZE(writer); i++)
+		REQUIRE(byte_held(p, writer[i]));
+	for (size_t i = 0; i < ARRAY_SIZE(none); i++)
+		REQUIRE(!byte_held(p, none[i]));
+	/* Neither a second writer nor a reader, as two processes would find. */
+	REQUIRE(!blk_file_open(&o));
+	o.readonly = true;
+	REQUIRE(!blk_file_open(&o));
+	blk_file_close(f);
+	for (size_t i = 0; i < ARRAY_SIZE(writer); i++)
+		REQUIRE(!byte_held(p, writer[i]));
+	/* Readers share; a writer beside them is refused. */
+	REQUIRE((f = blk_file_open(&o)) && (g = blk_file_open(&o)));
+	for (size_t i = 0; i < ARRAY_SIZE(reader); i++)
+		REQUIRE(byte_held(p, reader[i]));
+	REQUIRE(!byte_held(p, 101));
+	o.readonly = false;
+	REQUIRE(!blk_file_open(&o));
+	/* Without lock nothing is held and nothing is checked. */
+	o.lock = false;
+	struct blk_file *h = blk_file_open(&o);
+
+	REQUIRE(h);
+	blk_file_close(f);
+	blk_file_close(g);
+	REQUIRE(!byte_held(p, 100) && !byte_held(p, 101));
+	blk_file_close(h);
+	unlink(p);
+	return true;
+}
+
+/* Another format's header is refused unless probing is off (format=raw). */
+static bool t_probe(void)
+{
+	static const struct {
+		unsigned off;
+		const char *magic;
+	} heads[] = {
+		{ 0, "QFI\xfb\0\0\0\3" }, { 0, "QED" }, { 0, "KDMV" },
+		{ 0, "# Disk DescriptorFile\n" }, { 0x40, "\x7f\x10\xda\xbe" },
+		{ 0, "vhdxfile" }, { 0, "conectix" }, { 0, "LUKS\xba\xbe" },
+	};
+	char p[4200];
+	struct blk_file_opts o = { .path = p, .probe = true };
+	struct blk_file *f;
+	int fd;
+
+	REQUIRE(make_file(p, sizeof(p), "probed.raw", 4096));
+	REQUIRE((f = blk_file_open(&o)));	/* zeros: raw */
+	blk_file_close(f);
+	for (size_t i = 0; i < ARRAY_SIZE(heads); i++) {
+		size_t len = strlen(heads[i].magic) + (i == 1);	/* QED's NUL */
+
+		REQUIRE((fd = open(p, O_WRONLY)) >= 0);
+		REQUIRE(pwrite(fd, heads[i].magic, len, heads[i].off) == (ssize_t)len);
+		o.probe = true;
+		o.cache = BLK_CACHE_WRITEBACK;
+		REQUIRE(!blk_file_open(&o));
+		o.cache = BLK_CACHE_NONE;	/* the header read through O_DIRECT */
+		REQUIRE(!blk_file_open(&o));
+		o.probe = false;
+		o.cache = BLK_CACHE_WRITEBACK;
+		REQUIRE((f = blk_file_open(&o)));
+		blk_file_close(f);
+		/* Zeros again for the next. */
+		REQUIRE(pwrite(fd, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", len,
+			       heads[i].off) == (ssize_t)len);
+		close(fd);
+	}
+	unlink(p);
+	return true;
+}
+
 /* Bytes of f at off, all equal to c? */
 static bool all_are(int fd, off_t off, size_t len, char c)
 {
@@ -1606,6 +1713,8 @@ int main(int argc, char **argv)
 				run_env_test(tests[i].name, (enum blk_aio)aio,
 					     tests[i].fn, tests[i].afn);
 	report("open-rejects", t_open_rejects());
+	report("locks", t_locks());
+	report("probe", t_probe());
 	report("snapshot", t_snapshot());
 	report("iov-advance", t_iov_advance());
 	report("fallback-to-threads", t_fallback());

@@ -76,8 +76,11 @@ pids+=("$pid")
 tap_check "the daemon listens without /dev/kvm" wait_for "$sock"
 sleep 0.2
 tap_check "the daemon is still running" kill -0 "$pid"
-# Another daemon on the same socket would take it from the first: refused.
-refused "another process serves this socket" -drive "$D" -export "$E"
+# Another daemon on the same socket would take it from the first: refused
+# (serving another disk: on this one the first daemon's lock would speak first).
+truncate -s 1M "$tmp/disk2.img"
+refused "another process serves this socket" -drive "file=$tmp/disk2.img,if=none,id=d0" \
+	-export "$E"
 kill -TERM "$pid"
 wait "$pid"
 rc=$?

@@ -16,7 +16,7 @@ struct opt_spec;
  * each call reports one clear line through error_report() and returns -1
  * on bad input.  blk_cmdline_finish() checks what only the whole command
  * line can tell (a -device naming no -drive, a drive no device uses...).
- * blk_devices_create() opens the files, plugs the devices into m->pci
+ * blk_devices_create() plugs the devices into m->pci
  * (once the board has made the PCI bus) and starts serving the exports
  * on their sockets; m may be NULL when there are only exports.
  */
@@ -37,11 +37,14 @@ int blk_cmdline_finish(struct blk_cmdline *c);
  */
 bool blk_cmdline_shares_ram(const struct blk_cmdline *c);
 /*
- * Opens and closes every drive's file with the options it will be used
- * with, so a missing, empty or odd-sized image is reported before the VM
- * exists; -1 after one error_report() line.
+ * Opens every drive's file as it will be used, and locks it, so a
+ * missing, empty, odd-sized, foreign-format or busy image is reported
+ * before the VM exists, and no other process can take the image between
+ * this check and the device; also checks what depends on the vCPU count
+ * (num-queues' default).  -1 after one error_report() line.
+ * blk_devices_create() calls it where nobody has.
  */
-int blk_drives_check(const struct blk_cmdline *c);
+int blk_drives_open(struct blk_cmdline *c, unsigned ncpus);
 int blk_devices_create(struct blk_cmdline *c, struct machine *m);
 /* Stops I/O threads and flushes and closes the drives. */
 void blk_devices_destroy(struct blk_cmdline *c);
