@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,19 +13,25 @@
 
 int loader_open_file(const char *what, const char *path, uint64_t *size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO's open() would wait for a writer, for ever. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 
 	if (fd < 0) {
 		error_report("cannot open %s '%s': %s", what, path, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		error_report("%s '%s' is not a regular file", what, path);
+	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
+		error_report("%s '%s' is not a regular file or block device", what, path);
 		close(fd);
 		return -1;
 	}
 	*size = st.st_size;
+	if (S_ISBLK(st.st_mode) && ioctl(fd, BLKGETSIZE64, size) < 0) {
+		error_report("%s '%s': cannot get its size: %s", what, path, strerror(errno));
+		close(fd);
+		return -1;
+	}
 	return fd;
 }
 

@@ -107,39 +107,8 @@ void pc_layout(uint64_t ram_size, struct pc_layout *l)
 
 static int read_image(struct x86_boot *b, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-
-	if (fd < 0) {
-		error_report("cannot open kernel '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !image_size_ok(st.st_size)) {
-		error_report("kernel '%s' is not a bzImage (not a regular file "
-			     "of 4 KiB to 256 MiB)", path);
-		close(fd);
-		return -1;
-	}
-	b->image_size = st.st_size;
-	b->image = malloc(b->image_size);
-	size_t done = 0;
-
-	while (b->image && done < b->image_size) {
-		ssize_t n = read(fd, b->image + done, b->image_size - done);
-
-		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			break;
-		}
-		done += n;
-	}
-	close(fd);
-	if (done != b->image_size) {
-		error_report("cannot read kernel '%s'", path);
-		return -1;
-	}
-	return 0;
+	return loader_read_file("kernel", path, 0x1000, BOOT_IMAGE_MAX, &b->image,
+				&b->image_size);
 }
 
 static int check_image(struct x86_boot *b, const struct pc_layout *l,
@@ -192,18 +161,9 @@ static int check_image(struct x86_boot *b, const struct pc_layout *l,
 static int plan_initrd(struct x86_boot *b, const struct pc_layout *l,
 		       const char *path)
 {
-	struct stat st;
-
-	b->initrd_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (b->initrd_fd < 0) {
-		error_report("cannot open initrd '%s': %s", path, strerror(errno));
+	b->initrd_fd = loader_open_file("initrd", path, &b->initrd_size);
+	if (b->initrd_fd < 0)
 		return -1;
-	}
-	if (fstat(b->initrd_fd, &st) || !S_ISREG(st.st_mode)) {
-		error_report("initrd '%s' is not a regular file", path);
-		return -1;
-	}
-	b->initrd_size = st.st_size;
 
 	uint64_t max = get32(b->image, HDR_INITRD_ADDR_MAX);
 	uint64_t top = (max ? max : 0x37ffffff) + 1;

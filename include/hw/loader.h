@@ -11,10 +11,17 @@
  * returns -1 on failure.
  */
 
-/* Reads all of path, a regular file of min to max bytes, into malloc'd *buf. */
+/*
+ * Reads all of path, a regular file or block device of min to max bytes,
+ * into malloc'd *buf.
+ */
 int loader_read_file(const char *what, const char *path, size_t min,
 		     size_t max, uint8_t **buf, size_t *size);
-/* Opens path, a regular file, for reading later; *size is its size. */
+/*
+ * Opens path, a regular file or block device (anything else, a FIFO
+ * above all, is refused without waiting on it), for reading later;
+ * *size is its size.
+ */
 int loader_open_file(const char *what, const char *path, uint64_t *size);
 /* Reads size bytes of fd from offset 0 into dst. */
 int loader_pread_all(const char *what, int fd, void *dst, uint64_t size);

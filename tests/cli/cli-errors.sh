@@ -60,9 +60,13 @@ expect "needs an argument" -kernel
 expect "no kernel" -m 512M
 expect "cannot open kernel" -kernel "$tmp/missing"
 expect "not a bzImage" -kernel "$tmp/random"
-expect "not a bzImage" -kernel "$tmp"
+expect "kernel '$tmp' is not a regular file or block device" -kernel "$tmp"
 expect "cannot open initrd" "${K[@]}" -initrd "$tmp/missing"
-expect "initrd" "${K[@]}" -initrd "$tmp"
+expect "initrd '$tmp' is not a regular file or block device" "${K[@]}" -initrd "$tmp"
+# A FIFO is refused at once, not waited on for a writer (timeout would say 124).
+mkfifo "$tmp/fifo"
+expect "kernel '$tmp/fifo' is not a regular file or block device" -kernel "$tmp/fifo"
+expect "initrd '$tmp/fifo' is not a regular file or block device" "${K[@]}" -initrd "$tmp/fifo"
 expect "initrd .* too large" "${K[@]}" -initrd "$tmp/big-initrd" -m 64M
 expect "command line too long" "${K[@]}" -append "$long"
 expect "-m" "${K[@]}" -m garbage
