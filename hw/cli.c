@@ -159,6 +159,12 @@ static int parse_export(const char *arg, struct cli_opts *o)
 
 static int parse_serial(const char *arg, struct cli_opts *o)
 {
+	/* QEMU would add a second port; brisk's boards have one. */
+	if (o->serial_given) {
+		error_report("-serial %s: -serial given twice (brisk's board has one "
+			     "serial port)", arg);
+		return -1;
+	}
 	/* brisk has no monitor: mon:stdio is the console alone, Ctrl-A x still quits. */
 	if (!strcmp(arg, "mon:stdio"))
 		arg = "stdio";
@@ -192,13 +198,18 @@ static const struct {
 	{ "nic", { "none" }, "brisk has no network device" },
 };
 
-static int parse_fixed(const char *opt, const char *arg)
+static int parse_fixed(const char *opt, const char *arg, struct cli_opts *o)
 {
 	for (unsigned i = 0; i < ARRAY_SIZE(fixed_opts); i++) {
 		const char *const *v = fixed_opts[i].values;
 
 		if (strcmp(opt, fixed_opts[i].opt))
 			continue;
+		if (!strcmp(arg, "help")) {
+			o->action = CLI_VALUES_HELP;
+			o->fixed = i;
+			return 0;
+		}
 		char only[128] = "";
 		unsigned n = 0;
 
@@ -215,6 +226,15 @@ static int parse_fixed(const char *opt, const char *arg)
 	}
 	assert(!"an option without its fixed_opts entry");
 	return -1;
+}
+
+void cli_print_values(const struct cli_opts *o)
+{
+	assert(o->fixed < ARRAY_SIZE(fixed_opts));
+	printf("-%s takes (%s):\n", fixed_opts[o->fixed].opt, fixed_opts[o->fixed].why);
+	for (unsigned j = 0; j < ARRAY_SIZE(fixed_opts[o->fixed].values) &&
+			     fixed_opts[o->fixed].values[j]; j++)
+		printf("  %s\n", fixed_opts[o->fixed].values[j]);
 }
 
 /*
@@ -366,7 +386,7 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *name,
 		 const char *arg)
 {
 	switch (id) {
-	case OPT_FIXED: return parse_fixed(name, arg);
+	case OPT_FIXED: return parse_fixed(name, arg, o);
 	case OPT_ACTION: return parse_list(&action_spec, arg, o);
 	case OPT_RTC: return parse_list(&rtc_spec, arg, o);
 	case OPT_SNAPSHOT: o->snapshot = true; return 0;
@@ -525,6 +545,11 @@ void cli_print_help(void)
 	      "-display none, -vga none, -monitor none, -parallel none, -net none,\n"
 	      "-nic none, -no-user-config, -nodefaults (no console unless -serial\n"
 	      "gives one).\n"
+	      "\n"
+	      "Given twice, -kernel, -initrd, -append, -dtb, -m, -smp, -name and\n"
+	      "-timeout take the last value, as QEMU does; a second -serial is\n"
+	      "refused (the board has one serial port).  -cpu help, -display\n"
+	      "help... list the values such an option takes.\n"
 	      "\n"
 	      "  -h, --help          this text\n"
 	      "  --version           print the version\n"

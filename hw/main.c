@@ -340,9 +340,12 @@ int main(int argc, char **argv)
 		return BRISK_EXIT_FAILURE;
 	}
 	if (b->opts.action == CLI_HELP || b->opts.action == CLI_DEVICE_LIST ||
-	    b->opts.action == CLI_EXPORT_LIST || b->opts.action == CLI_OPT_HELP) {
+	    b->opts.action == CLI_EXPORT_LIST || b->opts.action == CLI_OPT_HELP ||
+	    b->opts.action == CLI_VALUES_HELP) {
 		if (b->opts.action == CLI_HELP)
 			cli_print_help();
+		else if (b->opts.action == CLI_VALUES_HELP)
+			cli_print_values(&b->opts);
 		else if (b->opts.action == CLI_DEVICE_LIST)
 			device_print_list(stdout);
 		else if (b->opts.action == CLI_EXPORT_LIST)

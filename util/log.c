@@ -7,11 +7,24 @@
 
 static void vreport(const char *fmt, va_list ap)
 {
-	char buf[1024];
+	char buf[1024], line[4 * sizeof(buf)];
+	size_t n = 0;
 
-	/* One write, so lines from different threads do not interleave. */
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	fprintf(stderr, "brisk: %s\n", buf);
+	/*
+	 * A file name or a guest's string may hold any byte: control
+	 * characters are written as \xNN, so none reaches the terminal as a
+	 * command and the report stays one line.
+	 */
+	for (const unsigned char *p = (const unsigned char *)buf; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			n += (size_t)snprintf(line + n, sizeof(line) - n, "\\x%02x", *p);
+		else
+			line[n++] = (char)*p;
+	}
+	line[n] = '\0';
+	/* One write, so lines from different threads do not interleave. */
+	fprintf(stderr, "brisk: %s\n", line);
 }
 
 void error_report(const char *fmt, ...)

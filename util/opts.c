@@ -318,9 +318,15 @@ static int next_item(const char *what, const char **s, char *buf, size_t size,
 	}
 	buf[n] = '\0';
 	/* Whatever the loops could not take (an escaped ',' too) did not fit. */
-	if ((*p && *p != ',') || (*val && *p == ',' && p[1] == ','))
-		why = "option too long";
-	else if (*p == ',' && !p[1])
+	if ((*p && *p != ',') || (*val && *p == ',' && p[1] == ',')) {
+		/* Named by its key, or the key's start when that did not fit. */
+		if (what)
+			error_report("%s: %.40s%s: option too long (its key and value "
+				     "take at most %zu bytes)", what, buf,
+				     *val ? "=" : "...", size - 2);
+		return -1;
+	}
+	if (*p == ',' && !p[1])
 		why = "trailing ','";
 	if (why) {
 		if (what)

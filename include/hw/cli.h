@@ -21,6 +21,7 @@ enum cli_action {
 	CLI_DEVICE_LIST,	/* -device help */
 	CLI_EXPORT_LIST,	/* -export help */
 	CLI_OPT_HELP,		/* -device NAME,help, -drive help...: print help */
+	CLI_VALUES_HELP,	/* -cpu help, -display help...: the values taken */
 };
 
 enum cli_blk_kind { CLI_BLK_DRIVE, CLI_BLK_DEVICE, CLI_BLK_EXPORT, CLI_BLK_CHARDEV };
@@ -47,6 +48,7 @@ struct cli_device {
 struct cli_opts {
 	enum cli_action action;
 	const struct opt_spec *help;	/* CLI_OPT_HELP: whose */
+	unsigned fixed;			/* CLI_VALUES_HELP: which option's */
 	struct board_cfg board;
 	const char *name;
 	const char *dumpdtb;		/* -machine dumpdtb=: write it, exit */
@@ -69,5 +71,7 @@ struct cli_opts {
 /* 0 on success; -1 after one error line. */
 int cli_parse(int argc, char **argv, struct cli_opts *o);
 void cli_print_help(void);
+/* CLI_VALUES_HELP: what the option takes, on stdout. */
+void cli_print_values(const struct cli_opts *o);
 
 #endif

@@ -82,6 +82,17 @@ expect "isa-debug-exit" "${K[@]}" -device isa-debug-exit,iosize=3
 expect "isa-debug-exit" "${K[@]}" -device isa-debug-exit,iobase=0x10000
 expect "isa-debug-exit" "${K[@]}" -device isa-debug-exit,colour=red
 expect "-serial" "${K[@]}" -serial tcp:1234
+expect "-serial none: -serial given twice (brisk's board has one serial port)" \
+	"${K[@]}" -serial stdio -serial none
+# Given twice, the last one counts, as in QEMU: it is the one checked.
+expect "cannot open kernel '$tmp/second'" -kernel "$tmp/first" -kernel "$tmp/second"
+expect "-m: size=63M" "${K[@]}" -m 128M -m 63M
+# A control character in a name is written as \xNN, never sent to the terminal.
+expect "cannot open kernel '$tmp/a\\\\x1b\[2Jb'" -kernel "$tmp/a$(printf '\033')[2Jb"
+tap_check "... with no ESC byte in it" eval '! grep -q "$(printf "\033")" "$tmp/err"'
+# An item too long for the parser is named by its key, with the limit.
+expect "-drive: file=: option too long (its key and value take at most 4198 bytes)$" \
+	"${K[@]}" -drive "file=$(head -c 5000 /dev/zero | tr '\0' f)"
 expect "-timeout" "${K[@]}" -timeout abc
 expect "-timeout" "${K[@]}" -timeout 0
 # A value brisk cannot honour: the line names every one it accepts.
@@ -113,6 +124,10 @@ expect_ok "^  vhost-user-blk  *a drive served" -export help
 expect_ok "^  path=<str>" -chardev socket,help
 expect_ok "^  base=<utc|localtime>" -rtc help
 expect_ok "^  size=<size>" -m help
+expect_ok "^  host,migratable=off\$" -cpu help
+expect_ok "^  none\$" -display help
+expect_ok "^kvm\$" -accel help
+expect_ok "^-machine options:\$" -M help
 expect_ok "^brisk [0-9]" --version
 expect_ok "Usage" --help
 expect_ok "Usage" -h

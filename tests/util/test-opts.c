@@ -188,6 +188,9 @@ static void test_long_items(void)
 	memset(arg, 'a', 4199);
 	strcpy(arg + 4199, "=x");			/* a key that fills it */
 	CHECK(parse(arg, &c, err, sizeof(err)) == -1 && strstr(err, "option too long"));
+	/* The key's start, and the limit: key, '=' and value in 4198 bytes. */
+	CHECK(strstr(err, ": aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...: ") &&
+	      strstr(err, "at most 4198 bytes"));
 	arg[4198] = '=';				/* key, '=', 1 byte */
 	arg[4199] = '\0';
 	CHECK(parse(arg, &c, err, sizeof(err)) == -1 && strstr(err, "option too long"));
@@ -198,6 +201,7 @@ static void test_long_items(void)
 	opts_free(&spec, &c);
 	strcpy(arg + 5 + 4194, "v");			/* one more */
 	CHECK(parse(arg, &c, err, sizeof(err)) == -1 && strstr(err, "option too long"));
+	CHECK(strstr(err, ": name=: option too long") && strstr(err, "at most 4198 bytes"));
 	strcpy(arg + 5 + 4194, ",,");			/* an escape that does not fit */
 	CHECK(parse(arg, &c, err, sizeof(err)) == -1 && strstr(err, "option too long"));
 	memset(arg, 'h', 5000);				/* help is looked for safely too */
