@@ -16,6 +16,7 @@
 #include "accel/kvm.h"
 #include "hw/block/virtio-blk.h"
 #include "hw/board.h"
+#include "hw/char/chardev.h"
 #include "hw/brisk-version.h"
 #include "hw/cli.h"
 #include "hw/device.h"
@@ -239,7 +240,7 @@ static int run(struct brisk *b)
 	if (o->nr_exports)
 		return run_daemon(b);
 	/* Everything the command line names is checked before /dev/kvm. */
-	if (blk_parse(b) || devices_parse(b))
+	if (blk_parse(b) || devices_parse(b) || chardev_check(o->board.serial))
 		return BRISK_EXIT_FAILURE;
 	if (o->dumpdtb && !b->ops->dump_fdt) {
 		error_report("-machine dumpdtb: the %s board is described by ACPI, "

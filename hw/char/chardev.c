@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -171,6 +175,34 @@ struct chardev *chardev_open(struct machine *m, const char *spec)
 	}
 	error_report("serial: unknown backend '%s' (stdio, file:PATH or none)", spec);
 	return NULL;
+}
+
+int chardev_check(const char *spec)
+{
+	const char *path = spec + 5;
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	int r;
+
+	if (strncmp(spec, "file:", 5) || !*path)
+		return 0;
+	if (stat(path, &st) == 0)
+		r = S_ISDIR(st.st_mode) ? (errno = EISDIR, -1) : access(path, W_OK);
+	else if (errno != ENOENT)
+		r = -1;
+	else if (!slash)
+		r = access(".", W_OK | X_OK);
+	else if (slash - path >= (ptrdiff_t)sizeof(dir))
+		r = (errno = ENAMETOOLONG, -1);
+	else {
+		/* "/x" lies in "/" */
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+		r = access(dir, W_OK | X_OK);
+	}
+	if (r < 0)
+		error_report("serial: cannot open '%s': %s", path, strerror(errno));
+	return r;
 }
 
 void chardev_write(struct chardev *cd, const void *buf, size_t len)

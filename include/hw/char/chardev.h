@@ -22,6 +22,13 @@ struct chardev;
  * NULL with one error line on a bad spec or an unopenable file.
  */
 struct chardev *chardev_open(struct machine *m, const char *spec);
+/*
+ * What chardev_open(spec) would refuse, found without opening anything
+ * (a file: backend would be created and truncated): a directory, a file
+ * that cannot be written, a missing or read-only directory.  -1 after the
+ * line chardev_open() would print; hw/main.c asks before /dev/kvm.
+ */
+int chardev_check(const char *spec);
 
 /*
  * Backend over caller-supplied descriptors (either may be -1), taken over
