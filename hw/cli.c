@@ -11,6 +11,7 @@
 #include "hw/char/chardev-socket.h"
 #include "hw/cli.h"
 #include "hw/device.h"
+#include "hw/object.h"
 #include "util/log.h"
 #include "util/opts.h"
 
@@ -88,9 +89,9 @@ static int add_blk(struct cli_opts *o, enum cli_blk_kind kind, const char *arg,
  * list), -1 after one line when the table has no such name.
  */
 static int table_head(const char *arg, const char *opt, const char *form,
-		      const char *noun, const struct device_family *(*find)(const char *, size_t),
+		      const char *noun, const void *(*find)(const char *, size_t),
 		      enum cli_action list, struct cli_opts *o,
-		      const struct device_family **f, const char **rest)
+		      const void **f, const char **rest)
 {
 	size_t len;
 	const char *name = opts_head(arg, form, &len, rest);
@@ -113,12 +114,27 @@ static int table_head(const char *arg, const char *opt, const char *form,
  * into board_cfg now; the others are parsed where they are made (disks
  * with their drives), in command-line order.
  */
+static const void *find_device(const char *name, size_t len)
+{
+	return device_find(name, len);
+}
+
+static const void *find_export(const char *name, size_t len)
+{
+	return export_find(name, len);
+}
+
+static const void *find_object(const char *name, size_t len)
+{
+	return object_type_find(name, len);
+}
+
 static int parse_device(const char *arg, struct cli_opts *o)
 {
 	const struct device_family *f;
 	const char *rest;
-	int r = table_head(arg, "-device", "driver", "device", device_find,
-			   CLI_DEVICE_LIST, o, &f, &rest);
+	int r = table_head(arg, "-device", "driver", "device", find_device,
+			   CLI_DEVICE_LIST, o, (const void **)&f, &rest);
 
 	if (r <= 0)
 		return r;
@@ -149,12 +165,35 @@ static int parse_export(const char *arg, struct cli_opts *o)
 {
 	const struct device_family *f;
 	const char *rest;
-	int r = table_head(arg, "-export", "type", "type", export_find,
-			   CLI_EXPORT_LIST, o, &f, &rest);
+	int r = table_head(arg, "-export", "type", "type", find_export,
+			   CLI_EXPORT_LIST, o, (const void **)&f, &rest);
 
 	if (r <= 0)
 		return r;
 	return add_blk(o, CLI_BLK_EXPORT, arg, f->spec);
+}
+
+/* -object TYPE,id=ID,...: the object table decides; hw/main.c makes them. */
+static int parse_object(const char *arg, struct cli_opts *o)
+{
+	const struct object_type *t;
+	const char *rest;
+	int r = table_head(arg, "-object", "qom-type", "type", find_object,
+			   CLI_OBJECT_LIST, o, (const void **)&t, &rest);
+
+	if (r <= 0)
+		return r;
+	if (opts_wants_help(rest)) {
+		o->action = CLI_OPT_HELP;
+		o->help = t->spec;
+		return 0;
+	}
+	if (o->nr_objects == CLI_MAX_OBJECTS) {
+		error_report("too many -object options (at most %d)", CLI_MAX_OBJECTS);
+		return -1;
+	}
+	o->objects[o->nr_objects++] = (struct cli_object){ t, rest };
+	return 0;
 }
 
 static int parse_serial(const char *arg, struct cli_opts *o)
@@ -350,7 +389,7 @@ enum opt_id {
 	OPT_DEVICE, OPT_DRIVE, OPT_NAME, OPT_TIMEOUT, OPT_NOGRAPHIC,
 	OPT_NOREBOOT, OPT_HELP, OPT_VERSION, OPT_ACCEL, OPT_CHECK_KVM,
 	OPT_DTB, OPT_MACHINE, OPT_EXPORT, OPT_CHARDEV, OPT_FIXED, OPT_ACTION,
-	OPT_RTC, OPT_SNAPSHOT, OPT_NODEFAULTS, OPT_NOOP,
+	OPT_RTC, OPT_SNAPSHOT, OPT_NODEFAULTS, OPT_NOOP, OPT_OBJECT,
 };
 
 static const struct {
@@ -370,7 +409,7 @@ static const struct {
 	{ "accel", OPT_ACCEL, true }, { "check-kvm", OPT_CHECK_KVM, false },
 	{ "dtb", OPT_DTB, true }, { "machine", OPT_MACHINE, true },
 	{ "M", OPT_MACHINE, true }, { "export", OPT_EXPORT, true },
-	{ "chardev", OPT_CHARDEV, true },
+	{ "chardev", OPT_CHARDEV, true }, { "object", OPT_OBJECT, true },
 	{ "cpu", OPT_FIXED, true }, { "display", OPT_FIXED, true },
 	{ "vga", OPT_FIXED, true }, { "monitor", OPT_FIXED, true },
 	{ "parallel", OPT_FIXED, true },
@@ -404,6 +443,7 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *name,
 	case OPT_DEVICE: return parse_device(arg, o);
 	case OPT_DRIVE: return add_blk(o, CLI_BLK_DRIVE, arg, &blk_drive_spec);
 	case OPT_EXPORT: return parse_export(arg, o);
+	case OPT_OBJECT: return parse_object(arg, o);
 	case OPT_CHARDEV: return add_blk(o, CLI_BLK_CHARDEV, arg, &chardev_socket_spec);
 	case OPT_TIMEOUT: return parse_list(&timeout_spec, arg, o);
 	case OPT_NOGRAPHIC: return 0;	/* brisk has no display anyway */
@@ -496,8 +536,11 @@ void cli_print_help(void)
 	      "                      -drive help... list an option's properties\n"
 	      "  -device pvpanic     accepted: every board has one\n"
 	      "  -device isa-debug-exit[,iobase=0x501][,iosize=2]\n"
-	      "  -device virtio-rng-pci[,max-bytes=N][,period=MS]  entropy for\n"
-	      "                      /dev/hwrng, at most max-bytes per period\n"
+	      "  -device virtio-rng-pci[,rng=ID][,max-bytes=N][,period=MS]  entropy\n"
+	      "                      for /dev/hwrng, at most max-bytes per period;\n"
+	      "                      rng= names an -object rng-random or rng-builtin\n"
+	      "  -object rng-random,id=ID[,filename=/dev/urandom] | rng-builtin,id=ID\n"
+	      "        | iothread,id=ID  back ends devices name by id (-object help)\n"
 	      "  -timeout SECONDS    stop the guest after SECONDS, exit 124\n"
 	      "  -name NAME          a name for this guest\n"
 	      "\n"
@@ -514,7 +557,7 @@ void cli_print_help(void)
 	      "         [,queue-size=256][,serial=S][,event_idx=on][,indirect_desc=on]\n"
 	      "         [,poll-us=2000][,iothreads=1][,irq-coalesce-us=0]\n"
 	      "         [,irq-interval-us=0][,logical_block_size=512]\n"
-	      "         [,physical_block_size=N]\n"
+	      "         [,physical_block_size=N][,iothread=ID]\n"
 	      "                      the values shown are the defaults; num-queues\n"
 	      "                      is the vCPU count (at most 64), queue-size at\n"
 	      "                      most 1024; logical_block_size is the host's\n"

@@ -85,7 +85,7 @@ struct device_set *device_set_new(void)
 }
 
 int device_set_add(struct device_set *s, const struct device_family *f,
-		   const char *arg)
+		   const char *arg, const struct object_set *objects)
 {
 	struct device *d = realloc(s->d, (s->n + 1) * sizeof(*d));
 	void *cfg = malloc(f->cfg_size ? f->cfg_size : 1);
@@ -98,7 +98,8 @@ int device_set_add(struct device_set *s, const struct device_family *f,
 		return -1;
 	}
 	memcpy(cfg, f->defaults, f->cfg_size);
-	if (opts_parse(f->spec, arg, cfg) || (f->check && f->check(cfg))) {
+	if (opts_parse(f->spec, arg, cfg) || (f->check && f->check(cfg)) ||
+	    (f->resolve && f->resolve(cfg, objects))) {
 		opts_free(f->spec, cfg);
 		free(cfg);
 		return -1;

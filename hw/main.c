@@ -21,6 +21,7 @@
 #include "hw/cli.h"
 #include "hw/device.h"
 #include "hw/machine.h"
+#include "hw/object.h"
 #include "hw/pci/pci.h"
 #include "util/clock.h"
 #include "util/iothread.h"
@@ -32,6 +33,7 @@ struct brisk {
 	struct blk_cmdline *blk;
 	bool blk_created;
 	struct device_set *devices;	/* the -device of no disk or board */
+	struct object_set *objects;	/* -object: what devices name by id */
 	const struct board_ops *ops;
 	struct board *board;
 	struct machine m;
@@ -40,6 +42,22 @@ struct brisk {
 	int sig_fd;
 	bool done;		/* wait_for_shutdown() may return */
 };
+
+/* Before any device: devices name them. */
+static int objects_parse(struct brisk *b)
+{
+	const struct cli_opts *o = &b->opts;
+
+	b->objects = object_set_new();
+	if (!b->objects) {
+		error_report("out of memory");
+		return -1;
+	}
+	for (unsigned i = 0; i < o->nr_objects; i++)
+		if (object_set_add(b->objects, o->objects[i].type, o->objects[i].props))
+			return -1;
+	return 0;
+}
 
 static int blk_parse(struct brisk *b)
 {
@@ -50,6 +68,7 @@ static int blk_parse(struct brisk *b)
 		error_report("out of memory");
 		return -1;
 	}
+	blk_cmdline_set_objects(b->blk, b->objects);
 	for (unsigned i = 0; i < o->nr_blk; i++) {
 		const struct cli_blk_arg *a = &o->blk[i];
 		int (*parse)(struct blk_cmdline *, const char *) =
@@ -75,7 +94,8 @@ static int devices_parse(struct brisk *b)
 		return -1;
 	}
 	for (unsigned i = 0; i < o->nr_devices; i++)
-		if (device_set_add(b->devices, o->devices[i].family, o->devices[i].props))
+		if (device_set_add(b->devices, o->devices[i].family, o->devices[i].props,
+				   b->objects))
 			return -1;
 	return 0;
 }
@@ -209,7 +229,7 @@ static int run_daemon(struct brisk *b)
 	int64_t deadline = now_ms() + timeout * 1000ll;
 	struct pollfd p;
 
-	if (blk_parse(b) || block_signals(b))
+	if (objects_parse(b) || blk_parse(b) || block_signals(b))
 		return BRISK_EXIT_FAILURE;
 	b->blk_created = true;
 	if (blk_devices_create(b->blk, NULL))
@@ -240,7 +260,8 @@ static int run(struct brisk *b)
 	if (o->nr_exports)
 		return run_daemon(b);
 	/* Everything the command line names is checked before /dev/kvm. */
-	if (blk_parse(b) || devices_parse(b) || chardev_check(o->board.serial))
+	if (objects_parse(b) || blk_parse(b) || devices_parse(b) ||
+	    chardev_check(o->board.serial))
 		return BRISK_EXIT_FAILURE;
 	if (o->dumpdtb && !b->ops->dump_fdt) {
 		error_report("-machine dumpdtb: the %s board is described by ACPI, "
@@ -319,6 +340,7 @@ static int teardown(struct brisk *b, int status)
 		bus_destroy(&b->m.mmio);
 	if (b->blk)
 		blk_cmdline_free(b->blk);
+	object_set_free(b->objects);
 	if (status != BRISK_EXIT_OK && reason[0])
 		error_report("%s", reason);
 	return status;
@@ -342,6 +364,7 @@ int main(int argc, char **argv)
 	}
 	if (b->opts.action == CLI_HELP || b->opts.action == CLI_DEVICE_LIST ||
 	    b->opts.action == CLI_EXPORT_LIST || b->opts.action == CLI_OPT_HELP ||
+	    b->opts.action == CLI_OBJECT_LIST ||
 	    b->opts.action == CLI_VALUES_HELP) {
 		if (b->opts.action == CLI_HELP)
 			cli_print_help();
@@ -351,6 +374,8 @@ int main(int argc, char **argv)
 			device_print_list(stdout);
 		else if (b->opts.action == CLI_EXPORT_LIST)
 			export_print_list(stdout);
+		else if (b->opts.action == CLI_OBJECT_LIST)
+			object_print_list(stdout);
 		else
 			opts_print_help(stdout, b->opts.help);
 		free(b);

@@ -14,6 +14,7 @@
 #include "hw/block/virtio-blk.h"
 #include "hw/device.h"
 #include "hw/machine.h"
+#include "hw/object.h"
 #include "hw/virtio/virtio-plug.h"
 #include "util/log.h"
 #include "virtio-blk-int.h"
@@ -229,6 +230,8 @@ static const struct opt_prop device_props[] = {
 	{ "physical_block_size", OPT_UINT, V(physical_block_size, unsigned), OPT_POW2,
 	  .min = 512, .max = VBLK_MAX_BLOCK_SIZE, .def = "the host's",
 	  .help = "the physical block offered the guest" },
+	{ "iothread", OPT_ID, V(iothread_id, char *),
+	  .help = "an -object iothread (QEMU's); the disk runs on its own I/O threads" },
 	{ NULL },
 };
 static const struct opt_spec device_spec = {
@@ -269,6 +272,7 @@ static void device_cfg_clear(struct blk_device_cfg *dc)
 	free(dc->drive_id);
 	free(dc->export_id);
 	free(dc->socket_path);
+	free(dc->iothread_id);
 }
 
 int blk_cmdline_device(struct blk_cmdline *c, const char *arg)
@@ -334,6 +338,19 @@ fail:
 	return -1;
 }
 
+static bool iothread_found(const struct blk_cmdline *c, const char *id)
+{
+	char who[96];
+
+	snprintf(who, sizeof(who), "-device virtio-blk-pci: iothread=%s", id);
+	return object_find(c->objects, id, (const char *const[]){ "iothread", NULL }, who);
+}
+
+void blk_cmdline_set_objects(struct blk_cmdline *c, const struct object_set *objects)
+{
+	c->objects = objects;
+}
+
 void blk_cmdline_snapshot(struct blk_cmdline *c)
 {
 	c->snapshot = true;
@@ -351,6 +368,8 @@ int blk_cmdline_finish(struct blk_cmdline *c)
 				"-device virtio-blk-pci";
 		struct blk_drive_cfg *d;
 
+		if (dc->iothread_id && !iothread_found(c, dc->iothread_id))
+			return -1;
 		if (!dc->drive_id)
 			continue;
 		d = find_drive(c, dc->drive_id);

@@ -62,6 +62,7 @@ struct blk_device_cfg {
 	 * over a Unix socket instead of being plugged into a guest's board.
 	 */
 	char *socket_path;	/* NULL for a -device */
+	char *iothread_id;	/* iothread=: an -object iothread, checked only */
 	char *export_id;
 	bool writable;
 	struct vblk *dev;	/* the live device, once created */
@@ -97,6 +98,7 @@ struct blk_cmdline {
 	unsigned nr_vublks;
 	bool snapshot;		/* -snapshot: every drive */
 	bool finished;
+	const struct object_set *objects;	/* -object, for iothread= */
 };
 
 /* hw/block/virtio-blk-cmdline.c */

@@ -6,6 +6,11 @@
  * It runs on the main loop (m->loop), kicks and timer alike: a guest
  * takes a few bytes now and then, which is not worth an I/O thread.
  *
+ * With a file as the source (-object rng-random), a buffer is popped only
+ * when the file has bytes to read, so the loop never waits on it (a
+ * hardware RNG may be slow): while it has none, a timer looks again
+ * every VRNG_RETRY_MS and the buffers wait in the ring.
+ *
  * max-bytes and period limit it as QEMU's does.  The first bytes handed
  * out start a period (a timerfd); once the period's quota is spent,
  * buffers stay in the ring, unpopped, until the period ends, refills the
@@ -14,7 +19,10 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <stdio.h>
 #include <linux/virtio_rng.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +32,7 @@
 #include <unistd.h>
 
 #include "hw/machine.h"
+#include "hw/object.h"
 #include "hw/virtio/virtio-plug.h"
 #include "hw/virtio/virtio-rng.h"
 #include "util/iothread.h"
@@ -36,6 +45,7 @@
  * devices' timers, which a guest asking for gigabytes must not hold up.
  */
 #define VRNG_CHAIN_MAX (64u << 10)
+#define VRNG_RETRY_MS 10
 #define VRNG_FEATURES (1ull << VIRTIO_F_VERSION_1 |			\
 		       1ull << VIRTIO_F_RING_INDIRECT_DESC |		\
 		       1ull << VIRTIO_F_RING_EVENT_IDX)
@@ -49,10 +59,14 @@ struct vrng {
 	int timer_fd;		/* -1 when nothing is limited */
 	uint64_t max_bytes;	/* per period */
 	unsigned period_ms;
+	int src_fd;		/* the rng-random file; -1: getrandom(2) */
+	const char *src_name;
+	int retry_fd;		/* a timerfd: look at src_fd again; -1 without one */
 
 	/* under vdev.lock */
 	bool serving;		/* DRIVER_OK, queue enabled */
 	bool period_running;	/* the timer is armed */
+	bool retry_armed;	/* retry_fd is */
 	uint64_t quota;		/* left in this period */
 };
 
@@ -61,8 +75,19 @@ static bool vrng_limited(const struct vrng *r)
 	return r->timer_fd >= 0;
 }
 
-/* getrandom(2) into the buffers, up to max bytes; -1 with errno if it fails. */
-static ssize_t vrng_fill(const struct iovec *iov, unsigned n, size_t max)
+/* One read from the source into buf: getrandom(2) or the file. */
+static ssize_t vrng_read(const struct vrng *r, void *buf, size_t len)
+{
+	return r->src_fd < 0 ? getrandom(buf, len, 0) : read(r->src_fd, buf, len);
+}
+
+/*
+ * The source into the buffers, up to max bytes; -1 with errno if it
+ * fails.  A file may have fewer bytes ready than asked for: the buffer
+ * gets what it had (at least one byte, as vrng_source_ready() saw).
+ */
+static ssize_t vrng_fill(const struct vrng *r, const struct iovec *iov, unsigned n,
+			 size_t max)
 {
 	size_t done = 0;
 
@@ -70,12 +95,14 @@ static ssize_t vrng_fill(const struct iovec *iov, unsigned n, size_t max)
 		size_t len = iov[i].iov_len < max - done ? iov[i].iov_len : max - done;
 
 		for (size_t got = 0; got < len;) {
-			ssize_t ret = getrandom((uint8_t *)iov[i].iov_base + got, len - got, 0);
+			ssize_t ret = vrng_read(r, (uint8_t *)iov[i].iov_base + got, len - got);
 
 			if (ret < 0 && errno == EINTR)
 				continue;
+			if (ret < 0 && errno == EAGAIN && r->src_fd >= 0)
+				return (ssize_t)(done + got);
 			if (ret <= 0) {
-				errno = ret ? errno : EIO;
+				errno = ret ? errno : ENODATA;	/* a file that ended */
 				return -1;
 			}
 			got += (size_t)ret;
@@ -83,6 +110,22 @@ static ssize_t vrng_fill(const struct iovec *iov, unsigned n, size_t max)
 		done += len;
 	}
 	return (ssize_t)done;
+}
+
+/*
+ * Whether the source has bytes now; if not, the retry timer is armed
+ * (once) to look again.  getrandom(2) always has.
+ */
+static bool vrng_source_ready(struct vrng *r)
+{
+	struct pollfd p = { .fd = r->src_fd, .events = POLLIN };
+	struct itimerspec its = { .it_value = { .tv_nsec = VRNG_RETRY_MS * 1000000l } };
+
+	if (r->src_fd < 0 || poll(&p, 1, 0) != 0)
+		return true;	/* an error shows at the read */
+	if (!r->retry_armed && timerfd_settime(r->retry_fd, 0, &its, NULL) == 0)
+		r->retry_armed = true;
+	return false;
 }
 
 /* The period starts with its first bytes, as QEMU's does. */
@@ -116,7 +159,7 @@ static void vrng_serve_locked(struct vrng *r)
 	struct virtqueue *vq = &vdev->queues[0].vq;
 	unsigned n = 0;
 
-	while (r->serving && !vdev->broken && r->quota) {
+	while (r->serving && !vdev->broken && r->quota && vrng_source_ready(r)) {
 		struct vq_elem *e;
 		int ret = virtqueue_pop(vq, sizeof(*e), &e);
 
@@ -133,7 +176,7 @@ static void vrng_serve_locked(struct vrng *r)
 			break;
 		}
 		size_t max = r->quota < VRNG_CHAIN_MAX ? r->quota : VRNG_CHAIN_MAX;
-		ssize_t len = vrng_fill(e->in_sg, e->in_num, max);
+		ssize_t len = vrng_fill(r, e->in_sg, e->in_num, max);
 
 		/*
 		 * The host's entropy failing is no state to serve empty buffers
@@ -141,7 +184,8 @@ static void vrng_serve_locked(struct vrng *r)
 		 */
 		if (len < 0) {
 			free(e);
-			virtio_error(vdev, "virtio-rng: getrandom: %s", strerror(errno));
+			virtio_error(vdev, "virtio-rng: %s: %s", r->src_name,
+				     errno == ENODATA ? "end of file" : strerror(errno));
 			break;
 		}
 		vrng_spend_locked(r, (size_t)len);
@@ -163,6 +207,20 @@ static void vrng_kick(void *opaque)
 	if (eventfd_read(r->vdev.queues[0].kick_fd, &cnt) < 0 && errno != EAGAIN)
 		return;
 	pthread_mutex_lock(&r->vdev.lock);
+	vrng_serve_locked(r);
+	pthread_mutex_unlock(&r->vdev.lock);
+}
+
+/* Time to look at the source again. */
+static void vrng_retry(void *opaque)
+{
+	struct vrng *r = opaque;
+	uint64_t ticks;
+
+	if (read(r->retry_fd, &ticks, sizeof(ticks)) < 0)
+		return;
+	pthread_mutex_lock(&r->vdev.lock);
+	r->retry_armed = false;
 	vrng_serve_locked(r);
 	pthread_mutex_unlock(&r->vdev.lock);
 }
@@ -207,6 +265,29 @@ static const struct virtio_device_ops vrng_ops = {
 	.reset = vrng_reset,
 };
 
+/* The file rng= named, and the timer that waits for it; -1 after one line. */
+static int vrng_source_init(struct vrng *r, const struct vrng_cfg *cfg)
+{
+	r->src_name = cfg->filename ? cfg->filename : "getrandom";
+	if (!cfg->filename)
+		return 0;
+	r->src_fd = open(cfg->filename, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (r->src_fd < 0) {
+		error_report("virtio-rng: %s: %s", cfg->filename, strerror(errno));
+		return -1;
+	}
+	r->retry_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (r->retry_fd < 0 || iothread_add_fd(r->loop, r->retry_fd, vrng_retry, r) < 0) {
+		error_report("virtio-rng: no timer to wait for %s: %s", cfg->filename,
+			     strerror(errno));
+		if (r->retry_fd >= 0)
+			close(r->retry_fd);
+		r->retry_fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
 static int vrng_timer_init(struct vrng *r, const struct vrng_cfg *cfg)
 {
 	if (cfg->max_bytes >= VRNG_NO_LIMIT)
@@ -241,6 +322,8 @@ struct vrng *vrng_create(struct machine *m, const struct vrng_cfg *cfg,
 	r->plug = plug;
 	r->loop = m->loop;
 	r->timer_fd = -1;
+	r->src_fd = -1;
+	r->retry_fd = -1;
 	r->max_bytes = cfg->max_bytes;
 	r->period_ms = cfg->period_ms;
 	r->quota = cfg->max_bytes;
@@ -248,7 +331,7 @@ struct vrng *vrng_create(struct machine *m, const struct vrng_cfg *cfg,
 			       VRNG_QUEUE_SIZE, &m->mem, &vrng_ops, r) < 0)
 		goto fail;
 	r->vdev_ready = true;
-	if (vrng_timer_init(r, cfg) < 0)
+	if (vrng_timer_init(r, cfg) < 0 || vrng_source_init(r, cfg) < 0)
 		goto fail;
 	if (iothread_add_fd(r->loop, r->vdev.queues[0].kick_fd, vrng_kick, r) < 0) {
 		error_report("virtio-rng: cannot watch its queue: %s", strerror(errno));
@@ -276,6 +359,12 @@ void vrng_free(struct vrng *r)
 		iothread_del_fd(r->loop, r->timer_fd);
 		close(r->timer_fd);
 	}
+	if (r->retry_fd >= 0) {
+		iothread_del_fd(r->loop, r->retry_fd);
+		close(r->retry_fd);
+	}
+	if (r->src_fd >= 0)
+		close(r->src_fd);
 	if (r->vdev_ready)
 		virtio_device_destroy(&r->vdev);
 	free(r);
@@ -284,6 +373,11 @@ void vrng_free(struct vrng *r)
 int vrng_timer_fd(const struct vrng *r)
 {
 	return r->timer_fd;
+}
+
+int vrng_retry_fd(const struct vrng *r)
+{
+	return r->retry_fd;
 }
 
 /* ---- -device virtio-rng-pci ---- */
@@ -295,6 +389,8 @@ static const struct opt_prop vrng_props[] = {
 	{ "period", OPT_UINT, OPT_AT(struct vrng_cfg, period_ms, unsigned),
 	  .min = 1, .max = UINT_MAX, .def = "65536",
 	  .help = "the rate limit's period, in milliseconds" },
+	{ "rng", OPT_ID, OPT_AT(struct vrng_cfg, rng, char *),
+	  .def = "getrandom(2), as rng-builtin", .help = "an -object rng-random or rng-builtin" },
 	{ NULL },
 };
 
@@ -307,6 +403,23 @@ static const struct vrng_cfg vrng_defaults = {
 	.max_bytes = VRNG_NO_LIMIT,
 	.period_ms = VRNG_DEFAULT_PERIOD_MS,
 };
+
+static int vrng_resolve(void *cfg, const struct object_set *objects)
+{
+	struct vrng_cfg *c = cfg;
+	const struct object_rng_cfg *o;
+	char who[96];
+
+	if (!c->rng)
+		return 0;
+	snprintf(who, sizeof(who), "-device virtio-rng-pci: rng=%s", c->rng);
+	o = (const struct object_rng_cfg *)object_find(objects, c->rng,
+		(const char *const[]){ "rng-random", "rng-builtin", NULL }, who);
+	if (!o)
+		return -1;
+	c->filename = o->filename;
+	return 0;
+}
 
 static void *vrng_family_create(struct machine *m, const void *cfg,
 				struct virtio_plug *plug)
@@ -325,6 +438,7 @@ const struct device_family virtio_rng_pci_family = {
 	.spec = &vrng_spec,
 	.cfg_size = sizeof(struct vrng_cfg),
 	.defaults = &vrng_defaults,
+	.resolve = vrng_resolve,
 	.pci_class = 0x00ff00,	/* "other": the PCI classes have no rng */
 	.create = vrng_family_create,
 	.destroy = vrng_family_destroy,

@@ -15,11 +15,13 @@
 #define CLI_MAX_CPUS 254
 #define CLI_MAX_BLK_ARGS 64
 #define CLI_MAX_DEVICES 64
+#define CLI_MAX_OBJECTS 64
 
 enum cli_action {
 	CLI_RUN, CLI_HELP, CLI_VERSION, CLI_CHECK_KVM, CLI_ACCEL_HELP,
 	CLI_DEVICE_LIST,	/* -device help */
 	CLI_EXPORT_LIST,	/* -export help */
+	CLI_OBJECT_LIST,	/* -object help */
 	CLI_OPT_HELP,		/* -device NAME,help, -drive help...: print help */
 	CLI_VALUES_HELP,	/* -cpu help, -display help...: the values taken */
 };
@@ -45,6 +47,12 @@ struct cli_device {
 	const char *props;		/* what follows its name */
 };
 
+/* An -object, made by hw/main.c before any device. */
+struct cli_object {
+	const struct object_type *type;
+	const char *props;		/* what follows its type */
+};
+
 struct cli_opts {
 	enum cli_action action;
 	const struct opt_spec *help;	/* CLI_OPT_HELP: whose */
@@ -62,6 +70,8 @@ struct cli_opts {
 	enum machine_panic panic;	/* -action panic= */
 	struct cli_device devices[CLI_MAX_DEVICES];
 	unsigned nr_devices;
+	struct cli_object objects[CLI_MAX_OBJECTS];
+	unsigned nr_objects;
 	struct cli_blk_arg blk[CLI_MAX_BLK_ARGS];
 	unsigned nr_blk;
 	/* With -export brisk runs no guest: it serves its disks to others. */

@@ -14,6 +14,7 @@
 #include "util/opts.h"
 
 struct machine;
+struct object_set;
 struct virtio_plug;
 
 enum device_kind {
@@ -35,6 +36,12 @@ struct device_family {
 	const void *defaults;		/* cfg's value before parsing */
 	/* Checks across properties after parsing; -1 after one line. */
 	int (*check)(void *cfg);
+	/*
+	 * Optional: finds the -object its properties name (rng=...) and
+	 * keeps what it needs of it in cfg; the set outlives the device.
+	 * -1 after one line.
+	 */
+	int (*resolve)(void *cfg, const struct object_set *objects);
 	/*
 	 * A virtio family's PCI class code: the one thing of its transport
 	 * its table says.  Whoever makes it (hw/devices.c, hw/block) builds
@@ -65,9 +72,12 @@ void export_print_list(FILE *f);
 /* -device NAME,... arguments of DEVICE_PLUGGED families, made in order. */
 struct device_set;
 struct device_set *device_set_new(void);
-/* Parses arg (what follows NAME) into a new member; -1 after one line. */
+/*
+ * Parses arg (what follows NAME) into a new member, its -object
+ * references resolved in objects (may be NULL); -1 after one line.
+ */
 int device_set_add(struct device_set *s, const struct device_family *f,
-		   const char *arg);
+		   const char *arg, const struct object_set *objects);
 /* Creates every member on m; -1 after one line (destroy undoes it). */
 int device_set_create(struct device_set *s, struct machine *m);
 void device_set_free(struct device_set *s);

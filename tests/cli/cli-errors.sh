@@ -105,12 +105,30 @@ expect "-drive: format=qcow2: brisk reads raw images only (format=raw)$" "${K[@]
 expect "-m: size=63M: need 64M to 1T$" "${K[@]}" -m 63M
 expect "-rtc: base=gmt: expected utc or localtime$" "${K[@]}" -rtc base=gmt
 expect "-device virtio-rng-pci: period=0: need 1 to 4294967295$" "${K[@]}" -device virtio-rng-pci,period=0
-expect "-device virtio-rng-pci: unknown option 'rate' (known: max-bytes, period)$" "${K[@]}" -device virtio-rng-pci,rate=1
+expect "-device virtio-rng-pci: unknown option 'rate' (known: max-bytes, period, rng)$" "${K[@]}" -device virtio-rng-pci,rate=1
 expect "-device virtio-rng-pci: max-bytes= given twice$" "${K[@]}" -device virtio-rng-pci,max-bytes=1,max-bytes=2
 expect "-device isa-debug-exit: iosize=5: need 1 to 4$" "${K[@]}" -device isa-debug-exit,iosize=5
 expect "-device: unknown device 'virtio-net-pci' (brisk -device help lists them)$" "${K[@]}" -device virtio-net-pci
 expect "-machine: accel=kvm:: brisk has only kvm" "${K[@]}" -machine q35,accel=kvm:
 expect "-device pvpanic: unknown option 'x' (it has none)$" "${K[@]}" -device pvpanic,x=1
+# -object: the types devices name by id (hw/object.c), each type's
+# properties, ids that must name the right type.
+expect "-object: unknown type 'memory-backend-memfd' (brisk -object help lists them)$" \
+	"${K[@]}" -object memory-backend-memfd,id=mem,size=512M
+expect "-object rng-random: id= is missing$" "${K[@]}" -object rng-random,filename=/dev/urandom
+expect "-object rng-random r0: $tmp/missing: No such file or directory$" \
+	"${K[@]}" -object "rng-random,id=r0,filename=$tmp/missing"
+expect "-object rng-random r0: $tmp/fifo: not a character device or regular file$" \
+	"${K[@]}" -object "rng-random,id=r0,filename=$tmp/fifo"
+expect "-object: duplicate id 'r0'$" "${K[@]}" -object rng-builtin,id=r0 -object iothread,id=r0
+expect "-device virtio-rng-pci: rng=r1: no -object with that id (of type rng-random or rng-builtin)$" \
+	"${K[@]}" -object rng-builtin,id=r0 -device virtio-rng-pci,rng=r1
+expect "-device virtio-rng-pci: rng=t0: -object t0 is iothread, not rng-random or rng-builtin$" \
+	"${K[@]}" -object iothread,id=t0 -device virtio-rng-pci,rng=t0
+expect "-device virtio-blk-pci: iothread=t0: no -object with that id (of type iothread)$" \
+	"${K[@]}" -drive "file=$tmp/initrd,if=none,id=d0" -device virtio-blk-pci,drive=d0,iothread=t0
+expect "-object iothread: unknown option 'poll-max-ns' (known: id)$" \
+	"${K[@]}" -object iothread,id=t0,poll-max-ns=0
 # "help" lists what an option takes, from the same table, and exits 0.
 expect_ok "^  virtio-rng-pci  *entropy" -device help
 for d in virtio-blk-pci vhost-user-blk-pci virtio-rng-pci isa-debug-exit pvpanic; do
@@ -121,6 +139,8 @@ expect_ok "^  period=<uint>  *- .*(default: 65536)\$" -device driver=virtio-rng-
 expect_ok "^  aio=<io_uring|threads>" -drive help
 expect_ok "^  addr.path=<str>  *- .*(required)\$" -export vhost-user-blk,help
 expect_ok "^  vhost-user-blk  *a drive served" -export help
+expect_ok "^  rng-random  *virtio-rng's bytes read from a file" -object help
+expect_ok "^  filename=<str>  *- .*(default: /dev/urandom)\$" -object rng-random,help
 expect_ok "^  path=<str>" -chardev socket,help
 expect_ok "^  base=<utc|localtime>" -rtc help
 expect_ok "^  size=<size>" -m help

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "hw/device.h"
 #include "hw/virtio/virtio-plug.h"
@@ -104,30 +105,34 @@ static int offer_one(struct rng *g, unsigned slot, uint32_t len)
 	return offer(g, &s, 1);
 }
 
-/* Whether a period is running: the device armed its timer. */
-static bool timer_armed(struct rng *g)
+/* Whether the device armed the timer fd. */
+static bool armed(int fd)
 {
 	struct itimerspec its;
 
-	return timerfd_gettime(vrng_timer_fd(g->r), &its) == 0 &&
-	       (its.it_value.tv_sec || its.it_value.tv_nsec);
+	return timerfd_gettime(fd, &its) == 0 && (its.it_value.tv_sec || its.it_value.tv_nsec);
 }
 
-/* The rate limit's period ends now. */
-static void period_end(struct rng *g)
+/* Whether a period is running: the device armed its timer. */
+static bool timer_armed(struct rng *g)
 {
-	int fd = vrng_timer_fd(g->r);
+	return armed(vrng_timer_fd(g->r));
+}
+
+/* The device's armed timer fd goes off now; the loop runs its handler. */
+static void fire(struct rng *g, int fd)
+{
 	uint64_t ticks = 1;
 	struct itimerspec past = { .it_value = { 0, 1 } };
 
 	struct itimerspec off = { 0 };
 
 	/*
-	 * Only a running period can end.  Disarmed first, as a one-shot timer
+	 * Only an armed timer can go off.  Disarmed first, as a one-shot timer
 	 * is once it fired, so that what the device arms next shows; then
 	 * readable at once, or without CONFIG_CHECKPOINT_RESTORE expired.
 	 */
-	CHECK(timer_armed(g));
+	CHECK(armed(fd));
 	CHECK(timerfd_settime(fd, 0, &off, NULL) == 0);
 	if (ioctl(fd, TFD_IOC_SET_TICKS, &ticks) == 0) {
 		loop_turn(g);
@@ -136,6 +141,83 @@ static void period_end(struct rng *g)
 	CHECK(timerfd_settime(fd, TFD_TIMER_ABSTIME, &past, NULL) == 0);
 	CHECK(iothread_poll(g->t->b.m.loop, WAIT_MS) > 0);
 	loop_turn(g);
+}
+
+/* The rate limit's period ends now. */
+static void period_end(struct rng *g)
+{
+	fire(g, vrng_timer_fd(g->r));
+}
+
+/*
+ * rng-random's file: the guest gets the file's bytes, in order, each
+ * once; a file that ends puts the device in NEEDS_RESET rather than
+ * hand out empty buffers.
+ */
+static void test_file_source(void)
+{
+	char path[] = "/tmp/brisk-rng-XXXXXX";
+	uint8_t bytes[100];
+	struct vrng_cfg cfg = { VRNG_NO_LIMIT, VRNG_DEFAULT_PERIOD_MS, .filename = path };
+	struct rng g;
+	uint32_t len = 0;
+	int fd = mkstemp(path), id;
+
+	for (unsigned i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (uint8_t)(i * 7 + 3);
+	CHECK(fd >= 0 && write(fd, bytes, sizeof(bytes)) == (ssize_t)sizeof(bytes));
+	close(fd);
+	if (!rng_up(&g, &cfg)) {
+		unlink(path);
+		return;
+	}
+	CHECK(vrng_retry_fd(g.r) >= 0);
+	for (unsigned slot = 0; slot < 2; slot++) {
+		id = offer_one(&g, slot, 32);
+		CHECK(id >= 0 && gq_get_used(&g.q, &len) == id && len == 32);
+		CHECK(!memcmp(slot_data(g.t, slot), bytes + 32 * slot, 32));
+	}
+	/* 36 bytes left: a 64-byte buffer meets the file's end. */
+	CHECK(offer_one(&g, 2, 64) >= 0);
+	CHECK(vstatus(&g.d) & NEEDS_RESET);
+	CHECK(gq_get_used(&g.q, &len) < 0);
+	rng_free(&g);
+	unlink(path);
+}
+
+/*
+ * A source with nothing to read (a slow hardware RNG; here a pipe) holds
+ * the buffer in the ring, without the loop waiting on it, and the retry
+ * timer serves it once bytes came.
+ */
+static void test_slow_source(void)
+{
+	int p[2];
+	char path[64];
+	struct vrng_cfg cfg = { VRNG_NO_LIMIT, VRNG_DEFAULT_PERIOD_MS, .filename = path };
+	struct rng g;
+	uint32_t len = 0;
+	int id;
+
+	CHECK(pipe(p) == 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p[0]);
+	if (!rng_up(&g, &cfg)) {
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	id = offer_one(&g, 0, 64);
+	CHECK(id >= 0 && gq_get_used(&g.q, &len) < 0);
+	CHECK(armed(vrng_retry_fd(g.r)));
+	CHECK(write(p[1], "0123456789", 10) == 10);
+	fire(&g, vrng_retry_fd(g.r));
+	CHECK(gq_get_used(&g.q, &len) == id);
+	CHECK_EQ(len, 10);
+	CHECK(!memcmp(slot_data(g.t, 0), "0123456789", 10));
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	rng_free(&g);
+	close(p[0]);
+	close(p[1]);
 }
 
 static bool all_same(const uint8_t *p, size_t len)
@@ -434,5 +516,7 @@ int main(void)
 	RUN(test_rate_limit_reset());
 	RUN(test_before_driver_ok());
 	RUN(test_family());
+	RUN(test_file_source());
+	RUN(test_slow_source());
 	return check_done();
 }

@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct device_set *ds = device_set_new();
 
 		for (unsigned i = 0; ds && i < o.nr_devices; i++)
-			if (device_set_add(ds, o.devices[i].family, o.devices[i].props))
+			if (device_set_add(ds, o.devices[i].family, o.devices[i].props, NULL))
 				break;
 		device_set_free(ds);
 		if (c && o.snapshot)

@@ -136,7 +136,7 @@ boot() {
 	[ "$action" = triplefault ] && append="$append reboot=t"
 	[ "$smp" = 4 ] && append="$append brisk.hotplug"
 	local log=$outdir/$name.log cmd tz= rng=
-	case " $* " in *" virtio-rng-pci "*) rng=1 ;; esac
+	case " $* " in *" virtio-rng-pci "* | *" virtio-rng-pci,"*) rng=1 ;; esac
 	# TZ=... first among the VMM's arguments: brisk's time zone.
 	case ${1:-} in TZ=*) tz=$1; shift ;; esac
 	if [ "$vmm" = brisk ]; then
@@ -297,8 +297,10 @@ if [ "$vmm" = brisk ]; then
 		-serial mon:stdio -net none -nic none -device pvpanic
 		-action panic=exit-failure,reboot=shutdown -rtc base=utc,clock=host)
 fi
-# With virtio-rng-pci, the guest's /dev/hwrng (QEMU's CI lines add one).
-boot poweroff-smp1 1 512 poweroff 0 "${qemu_ci[@]}" -device virtio-rng-pci
+# With virtio-rng-pci, the guest's /dev/hwrng (QEMU's CI lines add one),
+# fed from a file as QEMU's -object rng-random spells it.
+boot poweroff-smp1 1 512 poweroff 0 "${qemu_ci[@]}" \
+	-object rng-random,id=rng0,filename=/dev/urandom -device virtio-rng-pci,rng=rng0
 # The guest's RTC in brisk's local time: a POSIX zone 5 hours east of UTC
 # (needs no zoneinfo file), so the guest reads UTC + 18000 s.
 tz_offset=18000

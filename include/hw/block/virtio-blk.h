@@ -6,6 +6,7 @@
 
 struct device_family;
 struct machine;
+struct object_set;
 struct opt_spec;
 
 /*
@@ -28,6 +29,8 @@ int blk_cmdline_device(struct blk_cmdline *c, const char *arg);
 int blk_cmdline_export(struct blk_cmdline *c, const char *arg);
 /* -chardev socket,...: the socket of a -device vhost-user-blk-pci. */
 int blk_cmdline_chardev(struct blk_cmdline *c, const char *arg);
+/* The -object set that properties such as iothread= name; may stay NULL. */
+void blk_cmdline_set_objects(struct blk_cmdline *c, const struct object_set *objects);
 /* -snapshot: every drive's writes go to a private copy of its image. */
 void blk_cmdline_snapshot(struct blk_cmdline *c);
 int blk_cmdline_finish(struct blk_cmdline *c);

@@ -11,7 +11,8 @@ struct virtio_plug;
 
 /*
  * virtio-rng-pci: the guest's entropy source, fed from the host's
- * getrandom(2), served on m->loop.  As QEMU's, it hands out at most
+ * getrandom(2) or, given rng= an -object rng-random, from a file (a
+ * character device such as /dev/hwrng), served on m->loop.  As QEMU's, it hands out at most
  * max_bytes per period_ms; a max_bytes of VRNG_NO_LIMIT or more (QEMU's
  * default) limits nothing.
  */
@@ -21,6 +22,12 @@ struct virtio_plug;
 struct vrng_cfg {
 	uint64_t max_bytes;	/* what OPT_U64 stores */
 	unsigned period_ms;	/* at least 1 */
+	char *rng;		/* rng=: an -object rng-random or rng-builtin */
+	/*
+	 * What rng= named: the file the bytes are read from (rng-random's
+	 * filename, owned by the -object), NULL for getrandom(2).
+	 */
+	const char *filename;
 };
 
 struct vrng;
@@ -39,6 +46,11 @@ void vrng_free(struct vrng *r);
  * a test makes it readable to end the period without waiting for it.
  */
 int vrng_timer_fd(const struct vrng *r);
+/*
+ * The timerfd that looks at an rng-random file again while it has no
+ * bytes, -1 without a file: a test makes it readable in the same way.
+ */
+int vrng_retry_fd(const struct vrng *r);
 
 extern const struct device_family virtio_rng_pci_family;
 
