@@ -16,17 +16,23 @@
  * completion latency, and with --backend-pid the back-end's CPU time
  * (user + system, all its threads, /proc/PID/stat) per I/O over the same
  * window.  Exit 3 when the back-end does not offer what was asked (e.g.
- * packed rings), 1 on any other failure, including a request that did
- * not complete with status OK.
+ * packed rings), 1 on any other failure, with one line on stderr: a
+ * request that did not complete with status OK, a back-end that hung up
+ * or died (--backend-pid), none answered for STALL_S seconds, or one
+ * still unanswered STALL_S seconds after the run (every request made is
+ * waited for).  "vhost-blk-bench: running" on stderr says the rings have
+ * started.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,7 +41,10 @@
 #define RING 256
 #define MAX_QUEUES 2
 #define F(bit) (1ull << (bit))
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define MAX_SAMPLES (8u << 20)
+#define STALL_S 10		/* no answer for this long: the run failed */
 
 struct bq {
 	struct vq_driver d;
@@ -59,6 +68,9 @@ static struct {
 static uint64_t sectors, rng = 0x9e3779b97f4a7c15ull;
 static uint32_t *samples;
 static size_t nsamples;
+static bool draining;		/* the run is over: answers make no new requests */
+static unsigned outstanding;	/* requests made and not answered */
+static uint64_t last_answer;	/* when the last answer came */
 
 static uint64_t now_ns(void)
 {
@@ -119,6 +131,7 @@ static void submit(struct bq *q, unsigned s)
 		die(1, "%s", "ring full: depth too large for the ring");
 	q->slot_of[id] = (int)s;
 	q->start[s] = now_ns();
+	outstanding++;
 }
 
 /* EVENT_IDX: kick only when the back-end asked to hear of these entries. */
@@ -189,6 +202,10 @@ static unsigned reap(struct bq *q, bool measuring)
 
 		if (vuf_blk_status(&q->d, s) != 0)
 			die(1, "%s", "a read failed");
+		outstanding--;
+		last_answer = t;
+		if (draining)
+			continue;
 		if (measuring && nsamples < MAX_SAMPLES) {
 			uint64_t lat = t - q->start[s];
 
@@ -202,19 +219,39 @@ static unsigned reap(struct bq *q, bool measuring)
 	return n;
 }
 
-/* Sleeps until some call eventfd fires. */
-static void wait_call(struct bq *qs)
+/*
+ * Fails the run when the back-end is gone (it hung up, or --backend-pid
+ * is no more) or has answered nothing for STALL_S seconds while requests
+ * wait.  sock_ready: poll() found the socket readable; the back-end says
+ * nothing on it unasked, so that is a hang-up or garbage.
+ */
+static void check_backend(int sock, bool sock_ready)
 {
-	struct pollfd p[MAX_QUEUES];
+	char c;
+
+	if (sock_ready && recv(sock, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0)
+		die(1, "%s", "the back-end hung up");
+	if (opt.pid >= 0 && kill(opt.pid, 0) < 0 && errno == ESRCH)
+		die(1, "%s", "the back-end process is gone");
+	if (outstanding && now_ns() - last_answer > STALL_S * 1000000000ull)
+		die(1, "requests unanswered for %s s", STR(STALL_S));
+}
+
+/* Sleeps until some call eventfd fires, at most 100 ms. */
+static void wait_call(struct bq *qs, int sock)
+{
+	struct pollfd p[MAX_QUEUES + 1];
 	eventfd_t v;
 
 	for (unsigned i = 0; i < opt.queues; i++)
 		p[i] = (struct pollfd){ .fd = qs[i].call, .events = POLLIN };
-	if (poll(p, opt.queues, 1000) < 0 && errno != EINTR)
+	p[opt.queues] = (struct pollfd){ .fd = sock, .events = POLLIN | POLLRDHUP };
+	if (poll(p, opt.queues + 1, 100) < 0 && errno != EINTR)
 		die(1, "%s", "poll failed");
 	for (unsigned i = 0; i < opt.queues; i++)
 		if (p[i].revents)
 			eventfd_read(qs[i].call, &v);
+	check_backend(sock, p[opt.queues].revents);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -300,7 +337,7 @@ static void parse(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct bq qs[MAX_QUEUES] = { 0 };
-	uint64_t t0, t_start = 0, t_end, cpu0 = 0, cpu1, ios = 0;
+	uint64_t t0, t_start = 0, t_end, cpu0 = 0, cpu1, ios = 0, t_check = 0;
 	bool measuring = false;
 	struct vuf f;
 
@@ -309,13 +346,14 @@ int main(int argc, char **argv)
 	if (!samples)
 		die(1, "%s", "out of memory");
 	connect_backend(&f, qs);
+	fprintf(stderr, "vhost-blk-bench: running\n");
 	for (unsigned i = 0; i < opt.queues; i++) {
 		want_interrupts(&qs[i], !opt.poll);
 		for (unsigned s = 0; s < opt.depth; s++)
 			submit(&qs[i], s);
 		kick_if_wanted(&qs[i]);
 	}
-	t0 = now_ns();
+	t0 = last_answer = now_ns();
 	t_end = t0 + (uint64_t)((opt.warmup + opt.seconds) * 1e9);
 	for (;;) {
 		unsigned n = 0;
@@ -332,8 +370,18 @@ int main(int argc, char **argv)
 			n += reap(&qs[i], measuring);
 		if (measuring)
 			ios += n;
-		if (n || opt.poll)
+		if (n)
 			continue;
+		if (opt.poll) {
+			/* Idle: a look at the back-end every millisecond or so. */
+			if (t - t_check > 1000000) {
+				struct pollfd p = { .fd = f.sock, .events = POLLIN | POLLRDHUP };
+
+				check_backend(f.sock, poll(&p, 1, 0) > 0);
+				t_check = t;
+			}
+			continue;
+		}
 		/* Interrupts on, one more look (a completion may have slipped in), sleep. */
 		for (unsigned i = 0; i < opt.queues; i++) {
 			want_interrupts(&qs[i], true);
@@ -342,10 +390,23 @@ int main(int argc, char **argv)
 		if (measuring)
 			ios += n;
 		if (!n)
-			wait_call(qs);
+			wait_call(qs, f.sock);
 	}
 	cpu1 = proc_cpu_ns(opt.pid);
 	t_end = now_ns();
+	/* Every request made is answered, or the run failed. */
+	draining = true;
+	while (outstanding) {
+		unsigned n = 0;
+
+		for (unsigned i = 0; i < opt.queues; i++) {
+			want_interrupts(&qs[i], true);
+			n += reap(&qs[i], false);
+		}
+		if (!n && outstanding)
+			wait_call(qs, f.sock);
+	}
+	check_backend(f.sock, false);
 	qsort(samples, nsamples, sizeof(*samples), cmp_u32);
 	printf("iops=%.0f ios=%llu seconds=%.3f p50_ns=%u p99_ns=%u",
 	       ios / ((t_end - t_start) / 1e9), (unsigned long long)ios,

@@ -165,9 +165,11 @@ stop_backend() {
 kv() { sed -n "s/.*\\b$1=\\([0-9.]*\\).*/\\1/p" <<<"$line"; }
 
 # One measured point: appends round,backend,ring,queues,depth,cache,iops,
-# cpu_ns,p50,p99 to raw.csv.
+# cpu_ns,p50,p99 to raw.csv.  A failed run (an I/O error, a back-end that
+# died, hung up or left a request unanswered) adds no point: it goes to
+# failed.txt, and the summary says how many there were.
 measure() { # measure ROUND BACKEND RING DEPTH CACHE
-	local r=$1 b=$2 ring=$3 depth=$4 cache=$5 line rc
+	local r=$1 b=$2 ring=$3 depth=$4 cache=$5 line rc gone
 	if [ "$b" = io_uring-limit ]; then
 		line=$(fio_limit "$depth" "$cache") || return
 	else
@@ -176,12 +178,19 @@ measure() { # measure ROUND BACKEND RING DEPTH CACHE
 			--queues "$queues" --depth "$depth" --seconds "$seconds" \
 			--warmup "$warmup" --backend-pid "$bpid" $poll 2>"$out/bench.err")
 		rc=$?
+		gone=
+		kill -0 "$bpid" 2>/dev/null || gone=" (the back-end was gone before the end)"
 		stop_backend
 		if [ $rc -eq 3 ]; then
-			say "$b: $(cat "$out/bench.err") ($ring): skipped"
+			say "$b: $(grep -v running "$out/bench.err") ($ring): skipped"
 			return
 		fi
-		[ $rc -eq 0 ] || die "$b $ring depth $depth $cache: $(cat "$out/bench.err")"
+		if [ $rc -ne 0 ] || [ -n "$gone" ]; then
+			echo "round $r $b $ring q$queues d$depth $cache: $(grep -v running "$out/bench.err")$gone" \
+				>>"$out/failed.txt"
+			say "round $r $b $ring q$queues d$depth $cache: failed run, dropped: $(tail -n 1 "$out/failed.txt")"
+			return
+		fi
 	fi
 	echo "$r,$b,$ring,$queues,$depth,$cache,$(kv iops),$(kv backend_cpu_ns_per_io),$(kv p50_ns),$(kv p99_ns)" \
 		>>"$out/raw.csv"
@@ -220,6 +229,7 @@ IFS=, read -r -a cache_l <<<"$caches"
 IFS=, read -r -a back_l <<<"$backends"
 echo "round,backend,ring,queues,depth,cache,iops,backend_cpu_ns_per_io,p50_ns,p99_ns" \
 	>"$out/raw.csv"
+: >"$out/failed.txt"
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "host: $(uname -srm), $(nproc) CPUs: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
@@ -340,4 +350,9 @@ if command -v gnuplot >/dev/null && [ -s "$out/medians.dat" ]; then
 		"$here/vhost-blk/plot.gp" 2>"$out/gnuplot.err" ||
 		say "gnuplot failed: $(cat "$out/gnuplot.err")"
 fi
-say "results in $out (raw.csv, summary.txt, medians.csv, vhost-blk-vs-qsd.svg)"
+if [ -s "$out/failed.txt" ]; then
+	say "$(wc -l <"$out/failed.txt") failed runs, dropped from the medians (failed.txt):"
+	sed 's/^/  /' "$out/failed.txt" >&2
+	echo "failed runs, dropped: $(wc -l <"$out/failed.txt") (failed.txt)" >>"$out/summary.txt"
+fi
+say "results in $out (raw.csv, summary.txt, medians.csv, failed.txt, vhost-blk-vs-qsd.svg)"
