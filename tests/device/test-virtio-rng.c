@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "hw/device.h"
+#include "hw/object.h"
 #include "hw/virtio/virtio-plug.h"
 #include "hw/virtio/virtio-rng.h"
 #include "util/iothread.h"
@@ -501,6 +502,23 @@ static void test_family(void)
 	char line[256];
 
 	CHECK(capture_end(line, sizeof(line)) == 3);
+
+	/* rng= takes the file of the -object rng-random it names, none of rng-builtin's. */
+	struct object_set *objs = object_set_new();
+
+	CHECK(objs && object_set_add(objs, object_type_find("rng-random", 10),
+				     "id=r0,filename=/dev/urandom") == 0);
+	CHECK(object_set_add(objs, object_type_find("rng-builtin", 11), "id=r1") == 0);
+	CHECK(parse_rng("rng=r0", &c) && f->resolve(&c, objs) == 0);
+	CHECK(c.filename && !strcmp(c.filename, "/dev/urandom"));
+	opts_free(f->spec, &c);
+	CHECK(parse_rng("rng=r1", &c) && f->resolve(&c, objs) == 0 && !c.filename);
+	opts_free(f->spec, &c);
+	capture_begin();
+	CHECK(parse_rng("rng=r2", &c) && f->resolve(&c, objs) < 0);
+	opts_free(f->spec, &c);
+	CHECK(capture_end(line, sizeof(line)) == 1);
+	object_set_free(objs);
 }
 
 int main(void)
