@@ -132,10 +132,20 @@ static unsigned virtio_busy(struct virtio_device *vdev)
 	return vdev->ops->busy ? vdev->ops->busy(vdev) : 0;
 }
 
+/*
+ * Out of line: every completion batch asks, and the answer is nearly
+ * always no, which should cost a compare, not this path's frame.
+ */
+static __attribute__((noinline)) void virtio_reset_try(struct virtio_device *vdev)
+{
+	if (!virtio_busy(vdev))
+		virtio_reset_finish(vdev);
+}
+
 void virtio_reset_check(struct virtio_device *vdev)
 {
-	if (vdev->resetting && !virtio_busy(vdev))
-		virtio_reset_finish(vdev);
+	if (unlikely(vdev->resetting))
+		virtio_reset_try(vdev);
 }
 
 /*

@@ -154,7 +154,8 @@ static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why
 	struct vq_elem *e = &r->elem;
 	size_t out_size = iov_size(e->out_sg, e->out_num);
 	unsigned in_num = e->in_num;
-	uint8_t hdr[VBLK_HDR_LEN];
+	/* Copied whole from the guest before it is read (out_size >= its size). */
+	uint8_t hdr[VBLK_HDR_LEN] BRISK_UNINITIALIZED;
 	uint32_t type;
 	uint64_t sector;
 	uint8_t st;
