@@ -52,6 +52,24 @@ static int byte_taken(int fd, off_t byte, bool *taken)
 	return 0;
 }
 
+/*
+ * 1 after one line if another open file holds byte (QEMU's "Failed to get
+ * ... lock"), 0 if none does, -1 with errno if the file cannot tell.
+ */
+static int conflict(int fd, const char *what, off_t byte, const char *kind,
+		    const char *perm, const char *why)
+{
+	bool taken;
+
+	if (byte_taken(fd, byte, &taken) < 0)
+		return -1;
+	if (taken)
+		error_report("%s: Failed to get %s\"%s\" lock: another process (or -drive) "
+			     "has the image and %s (file.locking=off skips the check)", what,
+			     kind, perm, why);
+	return taken;
+}
+
 int blk_lock_open(int fd, bool writable, const char *what, unsigned perm, unsigned shared)
 {
 	unsigned unshared = ~shared & ((1u << BLK_PERM_BITS) - 1);
@@ -76,23 +94,17 @@ int blk_lock_open(int fd, bool writable, const char *what, unsigned perm, unsign
 	 * each sees the other's locks and both refuse, never both proceed.
 	 */
 	for (unsigned i = 0; i < BLK_PERM_BITS; i++) {
-		bool taken = false;
+		int r = 0;
 
-		if (((perm >> i) & 1) && byte_taken(lfd, LOCK_SHARED_BASE + i, &taken) < 0)
+		if ((perm >> i) & 1)
+			r = conflict(lfd, what, LOCK_SHARED_BASE + i, "", perm_names[i],
+				     "does not share that");
+		if (!r && ((unshared >> i) & 1))
+			r = conflict(lfd, what, LOCK_PERM_BASE + i, "shared ", perm_names[i],
+				     "uses it for that");
+		if (r < 0)
 			goto fail;
-		if (taken) {
-			error_report("%s: Failed to get \"%s\" lock: another process (or "
-				     "-drive) has the image and does not share that "
-				     "(file.locking=off skips the check)", what, perm_names[i]);
-			close(lfd);
-			return -1;
-		}
-		if (((unshared >> i) & 1) && byte_taken(lfd, LOCK_PERM_BASE + i, &taken) < 0)
-			goto fail;
-		if (taken) {
-			error_report("%s: Failed to get shared \"%s\" lock: another process "
-				     "(or -drive) has the image for that "
-				     "(file.locking=off skips the check)", what, perm_names[i]);
+		if (r) {
 			close(lfd);
 			return -1;
 		}

@@ -88,18 +88,17 @@ int device_set_add(struct device_set *s, const struct device_family *f,
 		   const char *arg, const struct object_set *objects)
 {
 	struct device *d = realloc(s->d, (s->n + 1) * sizeof(*d));
-	void *cfg = malloc(f->cfg_size ? f->cfg_size : 1);
+	void *cfg;
 
-	if (d)
-		s->d = d;
-	if (!d || !cfg) {
-		free(cfg);
+	if (!d) {
 		error_report("out of memory");
 		return -1;
 	}
-	memcpy(cfg, f->defaults, f->cfg_size);
-	if (opts_parse(f->spec, arg, cfg) || (f->check && f->check(cfg)) ||
-	    (f->resolve && f->resolve(cfg, objects))) {
+	s->d = d;
+	cfg = opts_parse_new(f->spec, f->cfg_size, f->defaults, arg, f->check);
+	if (!cfg)
+		return -1;
+	if (f->resolve && f->resolve(cfg, objects)) {
 		opts_free(f->spec, cfg);
 		free(cfg);
 		return -1;

@@ -128,20 +128,16 @@ static void object_cfg_free(const struct object_type *t, void *cfg)
 int object_set_add(struct object_set *s, const struct object_type *t, const char *arg)
 {
 	struct object *o = realloc(s->o, (s->n + 1) * sizeof(*o));
-	struct object_cfg *cfg = malloc(t->cfg_size);
+	struct object_cfg *cfg;
 
-	if (o)
-		s->o = o;
-	if (!o || !cfg) {
-		free(cfg);
+	if (!o) {
 		error_report("out of memory");
 		return -1;
 	}
-	memcpy(cfg, t->defaults, t->cfg_size);
-	if (opts_parse(t->spec, arg, cfg) || (t->check && t->check(cfg))) {
-		object_cfg_free(t, cfg);
+	s->o = o;
+	cfg = opts_parse_new(t->spec, t->cfg_size, t->defaults, arg, t->check);
+	if (!cfg)
 		return -1;
-	}
 	for (unsigned i = 0; i < s->n; i++) {
 		if (!strcmp(s->o[i].cfg->id, cfg->id)) {
 			error_report("-object: duplicate id '%s'", cfg->id);

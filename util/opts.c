@@ -412,6 +412,24 @@ int opts_parse(const struct opt_spec *spec, const char *arg, void *cfg)
 	return 0;
 }
 
+void *opts_parse_new(const struct opt_spec *spec, size_t size, const void *defaults,
+		     const char *arg, int (*check)(void *cfg))
+{
+	void *cfg = malloc(size ? size : 1);
+
+	if (!cfg) {
+		error_report("out of memory");
+		return NULL;
+	}
+	memcpy(cfg, defaults, size);
+	if (opts_parse(spec, arg, cfg) || (check && check(cfg))) {
+		opts_free(spec, cfg);
+		free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
 void opts_free(const struct opt_spec *spec, void *cfg)
 {
 	for (const struct opt_prop *p = spec->props; p->name; p++) {

@@ -265,6 +265,20 @@ static const struct virtio_device_ops vrng_ops = {
 	.reset = vrng_reset,
 };
 
+/* A timerfd on the main loop running fn; -1 after one line saying what it is for. */
+static int vrng_timer_new(struct vrng *r, iothread_fn fn, const char *what)
+{
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+
+	if (fd < 0 || iothread_add_fd(r->loop, fd, fn, r) < 0) {
+		error_report("virtio-rng: no timer %s: %s", what, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* The file rng= named, and the timer that waits for it; -1 after one line. */
 static int vrng_source_init(struct vrng *r, const struct vrng_cfg *cfg)
 {
@@ -276,16 +290,8 @@ static int vrng_source_init(struct vrng *r, const struct vrng_cfg *cfg)
 		error_report("virtio-rng: %s: %s", cfg->filename, strerror(errno));
 		return -1;
 	}
-	r->retry_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (r->retry_fd < 0 || iothread_add_fd(r->loop, r->retry_fd, vrng_retry, r) < 0) {
-		error_report("virtio-rng: no timer to wait for %s: %s", cfg->filename,
-			     strerror(errno));
-		if (r->retry_fd >= 0)
-			close(r->retry_fd);
-		r->retry_fd = -1;
-		return -1;
-	}
-	return 0;
+	r->retry_fd = vrng_timer_new(r, vrng_retry, "to wait for its file");
+	return r->retry_fd < 0 ? -1 : 0;
 }
 
 static int vrng_timer_init(struct vrng *r, const struct vrng_cfg *cfg)
@@ -296,15 +302,8 @@ static int vrng_timer_init(struct vrng *r, const struct vrng_cfg *cfg)
 		error_report("virtio-rng: period must be at least 1 ms");
 		return -1;
 	}
-	r->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (r->timer_fd < 0 || iothread_add_fd(r->loop, r->timer_fd, vrng_period_end, r) < 0) {
-		error_report("virtio-rng: no timer for its rate limit: %s", strerror(errno));
-		if (r->timer_fd >= 0)
-			close(r->timer_fd);
-		r->timer_fd = -1;
-		return -1;
-	}
-	return 0;
+	r->timer_fd = vrng_timer_new(r, vrng_period_end, "for its rate limit");
+	return r->timer_fd < 0 ? -1 : 0;
 }
 
 struct vrng *vrng_create(struct machine *m, const struct vrng_cfg *cfg,

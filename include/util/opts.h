@@ -76,6 +76,14 @@ enum { OPTS_HELP = 1 };
  */
 int opts_parse(const struct opt_spec *spec, const char *arg, void *cfg);
 void opts_free(const struct opt_spec *spec, void *cfg);
+/*
+ * A new config of size bytes: defaults (size bytes) with arg parsed into
+ * it, then check(cfg) if given.  NULL after one line (the config freed);
+ * free it with opts_free() and free().  "help" is an error here: callers
+ * answer it before.
+ */
+void *opts_parse_new(const struct opt_spec *spec, size_t size, const void *defaults,
+		     const char *arg, int (*check)(void *cfg));
 /* spec's properties with type, default and help, as "-device X,help" shows. */
 void opts_print_help(FILE *f, const struct opt_spec *spec);
 
