@@ -35,11 +35,14 @@ start_backend() {
 start_bench() {
 	local s=$1
 	shift
+	# The last case's "running" must not count: the shell truncates f.err
+	# only once the bench's process exists, maybe after the first look.
+	rm -f "$tmp/f.out" "$tmp/f.err"
 	"$bench" --socket "$sock" --depth 4 --warmup 0 --seconds "$s" "$@" \
 		>"$tmp/f.out" 2>"$tmp/f.err" &
 	fpid=$!
 	for _ in $(seq 400); do
-		grep -q "^vhost-blk-bench: running" "$tmp/f.err" && return 0
+		grep -qs "^vhost-blk-bench: running" "$tmp/f.err" && return 0
 		kill -0 "$fpid" 2>/dev/null || return 1
 		sleep 0.05
 	done

@@ -1,28 +1,45 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * A vhost-user-blk front-end that measures the back-end: closed-loop 4 KiB
- * random reads at a fixed depth per queue, from "guest" RAM in memfds, on
- * split or packed rings with EVENT_IDX, waiting for completions on the
- * call eventfds (as a guest waits for interrupts) or polling the used
- * rings.  The rings are tests/virtio/vq-driver's and the protocol is
+ * A vhost-user-blk front-end that measures the back-end: 4 KiB random reads
+ * at a fixed depth per queue, from "guest" RAM in memfds, on split or
+ * packed rings with EVENT_IDX, waiting for completions on the call
+ * eventfds (as a guest waits for interrupts) or polling the used rings.
+ * Closed loop by default (an answered slot is reused at once); --rate
+ * makes it open loop: request k is due at start + k / IOPS whatever
+ * happened before, waits in the front end while all DEPTH slots of its
+ * queue are busy, and its latency counts from when it was due, so a back
+ * end that falls behind shows as queueing instead of as fewer requests
+ * (no coordinated omission).  The rings are tests/virtio/vq-driver's and the protocol is
  * tests/vhost-user/vu-frontend's, so any vhost-user-blk back-end can be
  * driven: brisk -export, qemu-storage-daemon --export vhost-user-blk...
  *
  *   vhost-blk-bench --socket PATH [--ring split|packed] [--queues N]
  *                   [--depth N] [--seconds S] [--warmup S] [--poll]
- *                   [--indirect] [--backend-pid PID]
+ *                   [--indirect] [--backend-pid PID] [--rate IOPS]
+ *                   [--ios N [--warmup-ios N]] [--step] [--window-cmd CMD]
+ *
+ * --ios stops after N answers (after the warm-up ones) instead of after
+ * --seconds; --window-cmd runs "CMD on" before the measured I/Os and
+ * "CMD off" after them, each with nothing in flight.  --step (split
+ * rings, needs --backend-pid) makes DEPTH requests available at once,
+ * only once the last batch is answered and every thread of the back end
+ * sleeps, and asks for one call per batch: the back end then sees the
+ * same events in every run, which is what makes an instruction count
+ * (callgrind, through --window-cmd) repeat exactly; a closed loop races
+ * the back end's re-check of the ring and its choice to notify.
  *
  * Prints one line of key=value: iops, p50_ns and p99_ns of the
  * completion latency, and with --backend-pid the back-end's CPU time
- * (user + system, all its threads, /proc/PID/stat) per I/O over the same
+ * (user + system, all its threads, its process CPU clock) per I/O over the same
  * window.  Exit 3 when the back-end does not offer what was asked (e.g.
  * packed rings), 1 on any other failure, with one line on stderr: a
  * request that did not complete with status OK, a back-end that hung up
  * or died (--backend-pid), none answered for STALL_S seconds, or one
  * still unanswered STALL_S seconds after the run (every request made is
- * waited for).  "vhost-blk-bench: running" on stderr says the rings have
- * started.
+ * waited for), or under --step one that never goes idle (it polls).
+ * "vhost-blk-bench: running" on stderr says the rings have started.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -32,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,7 +69,8 @@ struct bq {
 	int kick, call;
 	unsigned depth;
 	int slot_of[RING];		/* buffer id -> request slot */
-	uint64_t start[RING];		/* per slot: when it was made available */
+	uint64_t start[RING];		/* per slot: when it was made available (due) */
+	unsigned free_slot[RING], nfree;
 	uint16_t kick_old;		/* split: avail idx at the last kick check */
 	uint16_t pk_old;		/* packed: slot and wrap then */
 	bool pk_old_wrap;
@@ -59,18 +78,21 @@ struct bq {
 
 static struct {
 	const char *socket;
-	bool packed, poll, indirect;
+	bool packed, poll, indirect, step;
 	unsigned queues, depth;
-	double seconds, warmup;
+	double seconds, warmup, rate;
+	uint64_t ios, warmup_ios;
+	const char *window_cmd;
 	int pid;
 } opt = { .queues = 1, .depth = 64, .seconds = 10, .warmup = 2, .pid = -1 };
 
 static uint64_t sectors, rng = 0x9e3779b97f4a7c15ull;
 static uint32_t *samples;
 static size_t nsamples;
-static bool draining;		/* the run is over: answers make no new requests */
+static uint64_t budget;		/* requests still to be made in this phase */
+static uint64_t due, period;	/* --rate: when the next request is due, ns between */
 static unsigned outstanding;	/* requests made and not answered */
-static uint64_t last_answer;	/* when the last answer came */
+static uint64_t last_answer;	/* when the last answer came (or the first request went) */
 
 static uint64_t now_ns(void)
 {
@@ -96,16 +118,24 @@ static int die(int rc, const char *fmt, const char *arg)
 	exit(rc);
 }
 
-/* user + system CPU of a whole process, in ns; 0 if unknown. */
+/*
+ * user + system CPU of a whole process, threads gone included, in ns; 0
+ * if unknown.  Its CPU clock counts in ns, where /proc/PID/stat counts
+ * clock ticks (10 ms: 2 us per I/O over 1 s at 5000 IOPS).
+ */
 static uint64_t proc_cpu_ns(int pid)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long ut, st;
+	struct timespec ts;
+	clockid_t clk;
 	FILE *f;
 	size_t n;
 
 	if (pid < 0)
 		return 0;
+	if (!clock_getcpuclockid(pid, &clk) && !clock_gettime(clk, &ts))
+		return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	f = fopen(path, "r");
 	if (!f)
@@ -121,8 +151,8 @@ static uint64_t proc_cpu_ns(int pid)
 	return (ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
 }
 
-/* One 4 KiB read at a random aligned offset in slot s. */
-static void submit(struct bq *q, unsigned s)
+/* One 4 KiB read at a random aligned offset in slot s, counted from t. */
+static void submit(struct bq *q, unsigned s, uint64_t t)
 {
 	uint64_t sector = (rand64() % (sectors / 8)) * 8;
 	int id = vuf_blk_add(&q->d, s, VUF_BLK_T_IN, sector, 4096, opt.indirect);
@@ -130,8 +160,10 @@ static void submit(struct bq *q, unsigned s)
 	if (id < 0 || id >= RING)
 		die(1, "%s", "ring full: depth too large for the ring");
 	q->slot_of[id] = (int)s;
-	q->start[s] = now_ns();
-	outstanding++;
+	q->start[s] = t;
+	if (!outstanding++)
+		last_answer = now_ns();
+	budget--;
 }
 
 /* EVENT_IDX: kick only when the back-end asked to hear of these entries. */
@@ -169,8 +201,8 @@ static void kick_if_wanted(struct bq *q)
 		eventfd_write(q->kick, 1);
 }
 
-/* Interrupts on for the next used entry, or off while polling. */
-static void want_interrupts(struct bq *q, bool on)
+/* Interrupts on for the next used entry (split: skip more on), or off while polling. */
+static void want_interrupts(struct bq *q, bool on, uint16_t skip)
 {
 	struct vq_driver *d = &q->d;
 
@@ -178,7 +210,7 @@ static void want_interrupts(struct bq *q, bool on)
 		struct vring_avail *a = drv_ptr(d, d->driver);
 
 		__atomic_store_n(&a->ring[d->num],
-				 (uint16_t)(on ? d->last_used_idx : d->last_used_idx - 1),
+				 (uint16_t)(on ? d->last_used_idx + skip : d->last_used_idx - 1),
 				 __ATOMIC_RELAXED);
 	} else {
 		struct vring_packed_desc_event *e = drv_ptr(d, d->driver);
@@ -189,7 +221,7 @@ static void want_interrupts(struct bq *q, bool on)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-/* Takes every used entry, resubmits its slot; returns how many. */
+/* Takes every used entry and frees its slot; returns how many. */
 static unsigned reap(struct bq *q, bool measuring)
 {
 	unsigned n = 0;
@@ -204,18 +236,14 @@ static unsigned reap(struct bq *q, bool measuring)
 			die(1, "%s", "a read failed");
 		outstanding--;
 		last_answer = t;
-		if (draining)
-			continue;
+		q->free_slot[q->nfree++] = s;
 		if (measuring && nsamples < MAX_SAMPLES) {
 			uint64_t lat = t - q->start[s];
 
 			samples[nsamples++] = lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat;
 		}
-		submit(q, s);
 		n++;
 	}
-	if (n)
-		kick_if_wanted(q);
 	return n;
 }
 
@@ -237,21 +265,209 @@ static void check_backend(int sock, bool sock_ready)
 		die(1, "requests unanswered for %s s", STR(STALL_S));
 }
 
-/* Sleeps until some call eventfd fires, at most 100 ms. */
-static void wait_call(struct bq *qs, int sock)
+/* Sleeps until some call eventfd fires, at most timeout ns. */
+static void wait_call(struct bq *qs, int sock, uint64_t timeout)
 {
+	struct timespec ts = { (time_t)(timeout / 1000000000u), (long)(timeout % 1000000000u) };
 	struct pollfd p[MAX_QUEUES + 1];
 	eventfd_t v;
 
 	for (unsigned i = 0; i < opt.queues; i++)
 		p[i] = (struct pollfd){ .fd = qs[i].call, .events = POLLIN };
 	p[opt.queues] = (struct pollfd){ .fd = sock, .events = POLLIN | POLLRDHUP };
-	if (poll(p, opt.queues + 1, 100) < 0 && errno != EINTR)
+	if (ppoll(p, opt.queues + 1, &ts, NULL) < 0 && errno != EINTR)
 		die(1, "%s", "poll failed");
 	for (unsigned i = 0; i < opt.queues; i++)
 		if (p[i].revents)
 			eventfd_read(qs[i].call, &v);
 	check_backend(sock, p[opt.queues].revents);
+}
+
+/* True when every thread of the back end sleeps (S, or I for io_uring's). */
+static bool backend_asleep(void)
+{
+	char path[64], buf[512], *p;
+	struct dirent *e;
+	bool asleep = true;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", opt.pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (asleep && (e = readdir(d))) {
+		FILE *f;
+		size_t n;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", opt.pid, e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;	/* a thread that just ended */
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		p = strrchr(buf, ')');
+		asleep = p && (p[2] == 'S' || p[2] == 'I');
+	}
+	closedir(d);
+	return asleep;
+}
+
+/*
+ * --step: waits until the back end has finished with the last batch (it
+ * may still be re-checking the ring after its last answer): all its
+ * threads asleep in two looks 100 us apart, as one look reads the threads
+ * one by one and one may wake another in between.
+ */
+static void wait_idle(int sock)
+{
+	struct timespec gap = { 0, 100000 };
+	uint64_t t0 = now_ns();
+
+	for (int seen = 0; (seen = backend_asleep() ? seen + 1 : 0) < 2;) {
+		check_backend(sock, false);
+		if (now_ns() - t0 > STALL_S * 1000000000ull)
+			die(1, "the back-end never went idle in %s s (does it poll?)", STR(STALL_S));
+		nanosleep(&gap, NULL);
+	}
+}
+
+/* --window-cmd: "CMD on" / "CMD off", with nothing in flight. */
+static void window(int sock, const char *arg)
+{
+	char cmd[4096];
+
+	if (!opt.window_cmd)
+		return;
+	if (opt.step)
+		wait_idle(sock);
+	snprintf(cmd, sizeof(cmd), "%s %s", opt.window_cmd, arg);
+	if (system(cmd) != 0)
+		die(1, "window command failed: %s", cmd);
+}
+
+/*
+ * Makes requests in the free slots while the phase's budget lasts: all of
+ * them (closed loop), those due by now (--rate: round robin over the
+ * queues, a due request whose queue is full waits), or a whole batch once
+ * the last one is answered and the back end sleeps (--step).
+ */
+static void fill(struct bq *qs, int sock, uint64_t t)
+{
+	unsigned made[MAX_QUEUES] = { 0 };
+
+	if (opt.step) {
+		if (outstanding || !budget)
+			return;
+		wait_idle(sock);
+		t = now_ns();
+	}
+	if (opt.rate > 0) {
+		for (unsigned k = 0; budget && due <= t; k++) {
+			struct bq *q = &qs[k % opt.queues];
+
+			if (!q->nfree)
+				break;
+			submit(q, q->free_slot[--q->nfree], due);
+			made[k % opt.queues]++;
+			due += period;
+		}
+	} else {
+		for (unsigned i = 0; i < opt.queues; i++)
+			for (; budget && qs[i].nfree; made[i]++)
+				submit(&qs[i], qs[i].free_slot[--qs[i].nfree], t);
+	}
+	for (unsigned i = 0; i < opt.queues; i++) {
+		if (!made[i])
+			continue;
+		/*
+		 * --step: one call, for the batch's last answer; a front end
+		 * that re-armed as answers came would race the back end's
+		 * choice to notify each of them.
+		 */
+		if (opt.step && !opt.poll)
+			want_interrupts(&qs[i], true, (uint16_t)(made[i] - 1));
+		kick_if_wanted(&qs[i]);
+	}
+}
+
+/* What a phase measured: answers, and the window's time and back-end CPU. */
+struct window {
+	uint64_t ios, t0, t1, cpu0, cpu1;
+	bool on;
+};
+
+static void measure(struct window *w, bool on)
+{
+	uint64_t t = now_ns(), cpu = proc_cpu_ns(opt.pid);
+
+	if (on)
+		w->t0 = t, w->cpu0 = cpu;
+	else
+		w->t1 = t, w->cpu1 = cpu;
+	w->on = on;
+}
+
+/*
+ * One phase: makes n requests (or, when until is not 0, stops making them
+ * then) and waits for every one made; the answers count from measure_at
+ * to until (or to the last).
+ */
+static void run(struct bq *qs, int sock, uint64_t n, uint64_t measure_at, uint64_t until,
+		struct window *w)
+{
+	uint64_t t_check = 0;
+
+	budget = n;
+	due = now_ns();
+	for (;;) {
+		uint64_t t = now_ns(), wait = 100000000;
+		unsigned got = 0;
+
+		if (!w->on && !w->t1 && t >= measure_at)
+			measure(w, true);
+		if (until && t >= until && budget) {
+			budget = 0;	/* the run is over: answers make no new requests */
+			if (w->on)
+				measure(w, false);
+		}
+		fill(qs, sock, t);
+		for (unsigned i = 0; i < opt.queues; i++)
+			got += reap(&qs[i], w->on);
+		if (w->on)
+			w->ios += got;
+		if (!budget && !outstanding) {
+			if (w->on)
+				measure(w, false);
+			return;
+		}
+		if (got)
+			continue;
+		if (opt.rate > 0 && budget)
+			wait = due > t ? due - t : 0;
+		if (opt.poll || !wait) {
+			/* Idle: a look at the back-end every millisecond or so. */
+			if (t - t_check > 1000000) {
+				struct pollfd p = { .fd = sock, .events = POLLIN | POLLRDHUP };
+
+				check_backend(sock, poll(&p, 1, 0) > 0);
+				t_check = t;
+			}
+			continue;
+		}
+		/* Interrupts on, one more look (a completion may have slipped in), sleep. */
+		for (unsigned i = 0; i < opt.queues; i++) {
+			if (!opt.step)
+				want_interrupts(&qs[i], true, 0);
+			got += reap(&qs[i], w->on);
+		}
+		if (w->on)
+			w->ios += got;
+		if (!got)
+			wait_call(qs, sock, wait);
+	}
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -308,6 +524,8 @@ static void parse(int argc, char **argv)
 		{ "socket", 1, 0, 's' }, { "ring", 1, 0, 'r' }, { "queues", 1, 0, 'q' },
 		{ "depth", 1, 0, 'd' }, { "seconds", 1, 0, 't' }, { "warmup", 1, 0, 'w' },
 		{ "poll", 0, 0, 'p' }, { "indirect", 0, 0, 'i' }, { "backend-pid", 1, 0, 'P' },
+		{ "rate", 1, 0, 'R' }, { "ios", 1, 0, 'n' }, { "warmup-ios", 1, 0, 'W' },
+		{ "step", 0, 0, 'S' }, { "window-cmd", 1, 0, 'c' },
 		{ 0 },
 	};
 	int c;
@@ -323,97 +541,68 @@ static void parse(int argc, char **argv)
 		case 'p': opt.poll = true; break;
 		case 'i': opt.indirect = true; break;
 		case 'P': opt.pid = atoi(optarg); break;
+		case 'R': opt.rate = atof(optarg); break;
+		case 'n': opt.ios = strtoull(optarg, NULL, 0); break;
+		case 'W': opt.warmup_ios = strtoull(optarg, NULL, 0); break;
+		case 'S': opt.step = true; break;
+		case 'c': opt.window_cmd = optarg; break;
 		default: exit(2);
 		}
 	}
 	/* A direct chain takes 3 descriptors, and packed rings count them. */
 	if (!opt.socket || opt.queues < 1 || opt.queues > MAX_QUEUES || opt.depth < 1 ||
-	    opt.depth * (opt.indirect ? 1 : 3) > RING || opt.seconds <= 0)
+	    opt.depth * (opt.indirect ? 1 : 3) > RING || opt.seconds <= 0 || opt.rate < 0 ||
+	    (opt.step && (opt.pid < 0 || opt.packed)))
 		die(2, "%s", "usage: --socket PATH [--ring split|packed] [--queues 1|2] "
 		    "[--depth N (3N <= 256 without --indirect)] [--seconds S] [--warmup S] "
-		    "[--poll] [--indirect] [--backend-pid PID]");
+		    "[--poll] [--indirect] [--backend-pid PID] [--rate IOPS] "
+		    "[--ios N [--warmup-ios N]] [--step (split, with --backend-pid)] [--window-cmd CMD]");
 }
 
 int main(int argc, char **argv)
 {
 	struct bq qs[MAX_QUEUES] = { 0 };
-	uint64_t t0, t_start = 0, t_end, cpu0 = 0, cpu1, ios = 0, t_check = 0;
-	bool measuring = false;
+	struct window w = { 0 }, warm = { 0 };
 	struct vuf f;
 
 	parse(argc, argv);
 	samples = malloc(MAX_SAMPLES * sizeof(*samples));
 	if (!samples)
 		die(1, "%s", "out of memory");
+	/* --rate sleeps until each request is due: the default 50 us slack would delay it. */
+	if (opt.rate > 0) {
+		prctl(PR_SET_TIMERSLACK, 1ul, 0ul, 0ul, 0ul);
+		period = (uint64_t)(1e9 / opt.rate);
+	}
 	connect_backend(&f, qs);
 	fprintf(stderr, "vhost-blk-bench: running\n");
 	for (unsigned i = 0; i < opt.queues; i++) {
-		want_interrupts(&qs[i], !opt.poll);
-		for (unsigned s = 0; s < opt.depth; s++)
-			submit(&qs[i], s);
-		kick_if_wanted(&qs[i]);
+		want_interrupts(&qs[i], !opt.poll, 0);
+		for (unsigned s = opt.depth; s-- > 0;)
+			qs[i].free_slot[qs[i].nfree++] = s;
 	}
-	t0 = last_answer = now_ns();
-	t_end = t0 + (uint64_t)((opt.warmup + opt.seconds) * 1e9);
-	for (;;) {
-		unsigned n = 0;
-		uint64_t t = now_ns();
+	if (opt.ios) {
+		/* Warm-up and measured I/Os apart, nothing in flight between. */
+		run(qs, f.sock, opt.warmup_ios, UINT64_MAX, 0, &warm);
+		window(f.sock, "on");
+		run(qs, f.sock, opt.ios, 0, 0, &w);
+		window(f.sock, "off");
+	} else {
+		uint64_t t0 = now_ns(), t_warm = t0 + (uint64_t)(opt.warmup * 1e9);
 
-		if (!measuring && t >= t0 + (uint64_t)(opt.warmup * 1e9)) {
-			measuring = true;
-			t_start = t;
-			cpu0 = proc_cpu_ns(opt.pid);
-		}
-		if (t >= t_end)
-			break;
-		for (unsigned i = 0; i < opt.queues; i++)
-			n += reap(&qs[i], measuring);
-		if (measuring)
-			ios += n;
-		if (n)
-			continue;
-		if (opt.poll) {
-			/* Idle: a look at the back-end every millisecond or so. */
-			if (t - t_check > 1000000) {
-				struct pollfd p = { .fd = f.sock, .events = POLLIN | POLLRDHUP };
-
-				check_backend(f.sock, poll(&p, 1, 0) > 0);
-				t_check = t;
-			}
-			continue;
-		}
-		/* Interrupts on, one more look (a completion may have slipped in), sleep. */
-		for (unsigned i = 0; i < opt.queues; i++) {
-			want_interrupts(&qs[i], true);
-			n += reap(&qs[i], measuring);
-		}
-		if (measuring)
-			ios += n;
-		if (!n)
-			wait_call(qs, f.sock);
+		if (opt.window_cmd)
+			die(2, "%s", "--window-cmd needs --ios");
+		run(qs, f.sock, UINT64_MAX, t_warm, t_warm + (uint64_t)(opt.seconds * 1e9), &w);
 	}
-	cpu1 = proc_cpu_ns(opt.pid);
-	t_end = now_ns();
-	/* Every request made is answered, or the run failed. */
-	draining = true;
-	while (outstanding) {
-		unsigned n = 0;
-
-		for (unsigned i = 0; i < opt.queues; i++) {
-			want_interrupts(&qs[i], true);
-			n += reap(&qs[i], false);
-		}
-		if (!n && outstanding)
-			wait_call(qs, f.sock);
-	}
+	/* Every request made is answered (run waits for them), or the run failed. */
 	check_backend(f.sock, false);
 	qsort(samples, nsamples, sizeof(*samples), cmp_u32);
 	printf("iops=%.0f ios=%llu seconds=%.3f p50_ns=%u p99_ns=%u",
-	       ios / ((t_end - t_start) / 1e9), (unsigned long long)ios,
-	       (t_end - t_start) / 1e9, nsamples ? samples[nsamples / 2] : 0,
+	       w.ios / ((w.t1 - w.t0) / 1e9), (unsigned long long)w.ios,
+	       (w.t1 - w.t0) / 1e9, nsamples ? samples[nsamples / 2] : 0,
 	       nsamples ? samples[nsamples * 99 / 100] : 0);
-	if (opt.pid >= 0 && ios)
-		printf(" backend_cpu_ns_per_io=%.0f", (double)(cpu1 - cpu0) / ios);
+	if (opt.pid >= 0 && w.ios)
+		printf(" backend_cpu_ns_per_io=%.0f", (double)(w.cpu1 - w.cpu0) / w.ios);
 	printf("\n");
 	vuf_close(&f);
 	return 0;

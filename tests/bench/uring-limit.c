@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The limit a vhost-user-blk back end is measured against: the same 4 KiB
+ * random reads of the same file at the same depth, issued by the least
+ * code io_uring allows, with nothing else to do: a registered file,
+ * fixed buffers, every free slot submitted and every completion reaped in
+ * one io_uring_enter.  No latency statistics (they would cost what the
+ * back ends pay for the front end's clock): a count and the process's CPU
+ * time over the measured seconds.
+ *
+ *   uring-limit --file F [--depth N] [--seconds S] [--warmup S] [--direct]
+ *
+ * Prints "iops=... ios=... seconds=... backend_cpu_ns_per_io=...".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <liburing.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void fail(const char *what, int err)
+{
+	fprintf(stderr, "uring-limit: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+/* A read of a random 4 KiB block into slot i's fixed buffer. */
+static void queue_read(struct io_uring *ring, struct iovec *iov, unsigned i, uint64_t blocks)
+{
+	static uint64_t rng = 0x9e3779b97f4a7c15ull;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+	io_uring_prep_read_fixed(sqe, 0, iov[i].iov_base, 4096, (rng % blocks) * 4096, (int)i);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	sqe->user_data = i;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "file", 1, 0, 'f' }, { "depth", 1, 0, 'd' }, { "seconds", 1, 0, 't' },
+		{ "warmup", 1, 0, 'w' }, { "direct", 0, 0, 'D' }, { 0 },
+	};
+	const char *file = NULL;
+	unsigned depth = 64;
+	double seconds = 5, warmup = 1;
+	int c, fd, flags = O_RDONLY, ret;
+	uint64_t blocks, ios = 0, t0, t_meas, t_end, t1 = 0;
+	uint64_t cpu0 = 0, cpu1 = 0;
+	struct io_uring ring;
+	struct iovec *iov;
+	struct stat st;
+	bool measuring = false;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'f': file = optarg; break;
+		case 'd': depth = (unsigned)atoi(optarg); break;
+		case 't': seconds = atof(optarg); break;
+		case 'w': warmup = atof(optarg); break;
+		case 'D': flags |= O_DIRECT; break;
+		default: exit(2);
+		}
+	}
+	if (!file || depth < 1 || depth > 4096 || seconds <= 0) {
+		fprintf(stderr, "usage: uring-limit --file F [--depth N] [--seconds S] [--warmup S] [--direct]\n");
+		return 2;
+	}
+	fd = open(file, flags);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		fail(file, errno);
+	/* A block device's size is not in st_size. */
+	blocks = (S_ISBLK(st.st_mode) ? (uint64_t)lseek(fd, 0, SEEK_END) : (uint64_t)st.st_size) / 4096;
+	if (!blocks)
+		fail(file, EINVAL);
+	if ((ret = io_uring_queue_init(depth, &ring, 0)) < 0)
+		fail("io_uring_queue_init", -ret);
+	if ((ret = io_uring_register_files(&ring, &fd, 1)) < 0)
+		fail("register_files", -ret);
+	iov = calloc(depth, sizeof(*iov));
+	for (unsigned i = 0; iov && i < depth; i++) {
+		iov[i].iov_len = 4096;
+		if (posix_memalign(&iov[i].iov_base, 4096, 4096))
+			iov = NULL;
+	}
+	if (!iov)
+		fail("buffers", ENOMEM);
+	if ((ret = io_uring_register_buffers(&ring, iov, depth)) < 0)
+		fail("register_buffers", -ret);
+
+	for (unsigned i = 0; i < depth; i++)
+		queue_read(&ring, iov, i, blocks);
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	t_meas = t0 + (uint64_t)(warmup * 1e9);
+	t_end = t_meas + (uint64_t)(seconds * 1e9);
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		unsigned head, got = 0;
+		uint64_t t;
+
+		/* Submits what the last reap queued, and waits for one or more. */
+		if ((ret = io_uring_submit_and_wait(&ring, 1)) < 0)
+			fail("io_uring_enter", -ret);
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			if (cqe->res != 4096)
+				fail("read", cqe->res < 0 ? -cqe->res : EIO);
+			queue_read(&ring, iov, (unsigned)cqe->user_data, blocks);
+			got++;
+		}
+		io_uring_cq_advance(&ring, got);
+		t = clock_ns(CLOCK_MONOTONIC);
+		if (measuring)
+			ios += got;
+		if (!measuring && t >= t_meas) {
+			measuring = true;
+			cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+			t_meas = t;
+		} else if (measuring && t >= t_end) {
+			cpu1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+			t1 = t;
+			break;
+		}
+	}
+	printf("iops=%.0f ios=%llu seconds=%.3f backend_cpu_ns_per_io=%.0f\n",
+	       ios / ((t1 - t_meas) / 1e9), (unsigned long long)ios, (t1 - t_meas) / 1e9,
+	       ios ? (double)(cpu1 - cpu0) / ios : 0.0);
+	return 0;
+}
