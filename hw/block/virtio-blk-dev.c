@@ -278,11 +278,7 @@ static int vblk_threads_init(struct vblk *s, const struct blk_device_cfg *cfg)
 {
 	assert(cfg->iothreads > 0);	/* the command line defaults it to 1 */
 	s->nt = cfg->iothreads;
-	if (s->nt > s->nq) {
-		error_report("virtio-blk %s: iothreads=%u exceeds num-queues=%u",
-			     s->vdev.name, s->nt, s->nq);
-		return -1;
-	}
+	assert(s->nt <= s->nq);		/* blk_drives_open() refused more */
 	s->t = calloc(s->nt, sizeof(*s->t));
 	if (!s->t)
 		return -1;

@@ -40,6 +40,7 @@
 
 #include "loop.h"
 #include "test-board.h"
+#include "virtio-pci-guest.h"
 #include "vq-driver.h"
 
 #define RAM_SIZE (16u << 20)
@@ -349,40 +350,36 @@ static inline bool stall_released(struct tmachine *t)
 	return __atomic_load_n(&t->released, __ATOMIC_ACQUIRE);
 }
 
-/* ---- PCI and virtio-pci, the guest's way ---- */
+/* ---- PCI and virtio-pci, the guest's way (virtio-pci-guest.h) ---- */
 
 struct vdev {
 	struct tmachine *t;
-	unsigned devfn;
 	unsigned nth;		/* PCI slot; MSI data = nth * 64 + vector */
-	uint64_t common, isr, device, notify;	/* guest addresses */
-	uint32_t notify_mult;
-	uint64_t msix_table;
+	struct vpci pci;	/* devfn, the structures' guest addresses */
 	uint64_t features;
 };
 
 static inline uint64_t mmio_read(struct tmachine *t, uint64_t a, unsigned size)
 {
-	uint64_t v;
-
-	bus_read(&t->b.m.mmio, a, &v, size);
-	return v;
+	return vpci_mmio_read(&t->b, a, size);
 }
 
 static inline void mmio_write(struct tmachine *t, uint64_t a, uint64_t v, unsigned size)
 {
-	bus_write(&t->b.m.mmio, a, v, size);
+	vpci_mmio_write(&t->b, a, v, size);
 }
 
 /*
  * The nth function on bus 0 with virtio-pci device ID pci_id (0x1040 plus
- * the virtio device type), with its common, notify and MSI-X structures.
+ * the virtio device type), with its common, notify and MSI-X structures;
+ * memory decoding, bus mastering and MSI-X turned on.
  */
 static inline bool vdev_find_id(struct tmachine *t, uint16_t pci_id, unsigned nth,
 				struct vdev *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->t = t;
+	d->pci.b = &t->b;
 	for (unsigned dev = 0; dev < 32; dev++) {
 		unsigned devfn = dev << 3;
 
@@ -390,35 +387,12 @@ static inline bool vdev_find_id(struct tmachine *t, uint16_t pci_id, unsigned nt
 			continue;
 		if (nth--)
 			continue;
-		d->devfn = devfn;
 		d->nth = dev;
-		cfg_write(&t->b, devfn, 4, 0x6, 2);	/* memory space + bus master */
-		for (unsigned cap = cfg_read(&t->b, devfn, 0x34, 1) & 0xfc; cap;
-		     cap = cfg_read(&t->b, devfn, cap + 1, 1) & 0xfc) {
-			unsigned id = cfg_read(&t->b, devfn, cap, 1);
-
-			if (id == 0x11) {
-				uint32_t tbl = cfg_read(&t->b, devfn, cap + 4, 4);
-
-				d->msix_table = bar_addr(&t->b, devfn, tbl & 7) + (tbl & ~7u);
-				cfg_write(&t->b, devfn, cap + 2, 0x8000, 2);
-			} else if (id == 0x09) {
-				unsigned type = cfg_read(&t->b, devfn, cap + 3, 1);
-				uint64_t a = bar_addr(&t->b, devfn, cfg_read(&t->b, devfn, cap + 4, 1)) +
-					     cfg_read(&t->b, devfn, cap + 8, 4);
-
-				if (type == 1)
-					d->common = a;
-				else if (type == 2) {
-					d->notify = a;
-					d->notify_mult = cfg_read(&t->b, devfn, cap + 16, 4);
-				} else if (type == 3)
-					d->isr = a;
-				else if (type == 4)
-					d->device = a;
-			}
-		}
-		return d->common && d->notify && d->msix_table;
+		cfg_write(&t->b, devfn, PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER, 2);
+		vpci_probe(&t->b, devfn, &d->pci);
+		if (d->pci.msix_cap)
+			vpci_msix_ctrl(&d->pci, MSIX_ENABLE);
+		return d->pci.common && d->pci.notify && d->pci.msix_table;
 	}
 	return false;
 }
@@ -426,19 +400,13 @@ static inline bool vdev_find_id(struct tmachine *t, uint16_t pci_id, unsigned nt
 /* The nth virtio-blk function on bus 0. */
 static inline bool vdev_find(struct tmachine *t, unsigned nth, struct vdev *d)
 {
-	return vdev_find_id(t, 0x1042, nth, d) && d->device;
+	return vdev_find_id(t, 0x1042, nth, d) && d->pci.device;
 }
 
 static inline void msix_setup(struct vdev *d, unsigned nvec)
 {
-	for (unsigned v = 0; v < nvec; v++) {
-		uint64_t e = d->msix_table + 16 * v;
-
-		mmio_write(d->t, e, 0xfee00000, 4);
-		mmio_write(d->t, e + 4, 0, 4);
-		mmio_write(d->t, e + 8, d->nth * 64 + v, 4);
-		mmio_write(d->t, e + 12, 0, 4);
-	}
+	for (unsigned v = 0; v < nvec; v++)
+		vpci_msix_entry(&d->pci, v, 0xfee00000, d->nth * 64 + v, false);
 }
 
 static inline int vector_efd(struct tmachine *t, unsigned v)
@@ -472,7 +440,7 @@ static inline long now_ms(void)
 
 static inline uint8_t vstatus(struct vdev *d)
 {
-	return (uint8_t)mmio_read(d->t, d->common + 0x14, 1);
+	return vpci_status(&d->pci);
 }
 
 /*
@@ -483,7 +451,7 @@ static inline bool vdev_reset(struct vdev *d)
 {
 	long end;
 
-	mmio_write(d->t, d->common + 0x14, 0, 1);
+	vpci_set_status(&d->pci, 0);
 	for (end = now_ms() + WAIT_MS; vstatus(d) && now_ms() < end;)
 		usleep(1000);
 	return vstatus(d) == 0;
@@ -491,11 +459,7 @@ static inline bool vdev_reset(struct vdev *d)
 
 static inline uint64_t dev_features(struct vdev *d)
 {
-	mmio_write(d->t, d->common + 0x00, 0, 4);
-	uint64_t lo = mmio_read(d->t, d->common + 0x04, 4);
-
-	mmio_write(d->t, d->common + 0x00, 1, 4);
-	return lo | mmio_read(d->t, d->common + 0x04, 4) << 32;
+	return vpci_features(&d->pci);
 }
 
 /* ---- guest rings ---- */
@@ -521,46 +485,32 @@ static inline void gq_init(struct vdev *d, struct gq *q, unsigned idx, unsigned 
 		    bool packed, bool event_idx)
 {
 	struct vq_driver *r = &q->ring;
-	uint64_t c = d->common;
 
 	q->d = d;
 	q->idx = idx;
 	q->event_idx = event_idx;
 	drv_init_at(r, packed, num, d->t->b.ram, 0, RAM_SIZE, QUEUE_AREA(d->nth, idx));
-	mmio_write(d->t, c + 0x16, idx, 2);
-	mmio_write(d->t, c + 0x18, num, 2);
-	mmio_write(d->t, c + 0x1a, idx + 1, 2);
-	mmio_write(d->t, c + 0x20, (uint32_t)r->desc, 4);
-	mmio_write(d->t, c + 0x24, r->desc >> 32, 4);
-	mmio_write(d->t, c + 0x28, (uint32_t)r->driver, 4);
-	mmio_write(d->t, c + 0x2c, r->driver >> 32, 4);
-	mmio_write(d->t, c + 0x30, (uint32_t)r->device, 4);
-	mmio_write(d->t, c + 0x34, r->device >> 32, 4);
-	q->notify_addr = d->notify + mmio_read(d->t, c + 0x1e, 2) * d->notify_mult;
-	mmio_write(d->t, c + 0x1c, 1, 2);
+	q->notify_addr = vpci_queue_setup(&d->pci, idx, num, idx + 1, r->desc, r->driver,
+					  r->device);
+	cc_write(&d->pci, CC_Q_ENABLE, 1, 2);
 }
 
 /* Driver init up to DRIVER_OK; returns the negotiated features. */
 static inline uint64_t vdev_init(struct vdev *d, struct gq *qs, unsigned nq, unsigned num,
 			  uint64_t want)
 {
-	uint64_t c = d->common, f;
+	struct vpci *p = &d->pci;
+	uint64_t f;
 
-	mmio_write(d->t, c + 0x14, 0, 1);
-	mmio_write(d->t, c + 0x14, 1 | 2, 1);
-	f = dev_features(d) & want;
-	mmio_write(d->t, c + 0x08, 0, 4);
-	mmio_write(d->t, c + 0x0c, (uint32_t)f, 4);
-	mmio_write(d->t, c + 0x08, 1, 4);
-	mmio_write(d->t, c + 0x0c, f >> 32, 4);
-	mmio_write(d->t, c + 0x14, 1 | 2 | 8, 1);
-	CHECK(vstatus(d) & 8);
-	mmio_write(d->t, c + 0x10, 0, 2);	/* config vector */
+	vpci_set_status(p, 0);
+	f = vpci_negotiate(p, want);
+	CHECK(vstatus(d) & DS_FEATURES_OK);
+	cc_write(p, CC_MSIX_CONFIG, 0, 2);
 	msix_setup(d, nq + 1);
 	for (unsigned i = 0; i < nq; i++)
 		gq_init(d, &qs[i], i, num, f >> VIRTIO_F_RING_PACKED & 1,
 			f >> VIRTIO_F_RING_EVENT_IDX & 1);
-	mmio_write(d->t, c + 0x14, 1 | 2 | 8 | 4, 1);
+	vpci_set_status(p, DS_ACKNOWLEDGE | DS_DRIVER | DS_FEATURES_OK | DS_DRIVER_OK);
 	d->features = f;
 	return f;
 }

@@ -58,9 +58,9 @@ static void test_roundtrips(bool packed, bool indirect)
 	CHECK(!!(f >> VIRTIO_F_RING_PACKED & 1) == packed);
 	CHECK(f >> VIRTIO_F_RING_INDIRECT_DESC & 1);
 	CHECK(!(f >> F_RO & 1));
-	CHECK(mmio_read(t, d.device, 8) == DISK_SIZE / 512);
-	CHECK(mmio_read(t, d.device + 12, 4) == 254);	/* seg_max: queue-size - 2 */
-	CHECK(mmio_read(t, d.device + 20, 4) == 512);
+	CHECK(mmio_read(t, d.pci.device, 8) == DISK_SIZE / 512);
+	CHECK(mmio_read(t, d.pci.device + 12, 4) == 254);	/* seg_max: queue-size - 2 */
+	CHECK(mmio_read(t, d.pci.device + 20, 4) == 512);
 
 	/* IN, data split over three descriptors */
 	memset(slot_data(t, 0), 0, 8192);
@@ -736,8 +736,8 @@ static void test_multiqueue(unsigned nq, unsigned iothreads)
 
 	CHECK(threads_named("vblk") == (iothreads ? iothreads : 1));
 	CHECK(vdev_find(t, 0, &d));
-	CHECK(mmio_read(t, d.common + 0x12, 2) == nq);
-	CHECK(mmio_read(t, d.device + 34, 2) == nq);
+	CHECK(cc_read(&d.pci, CC_NUM_QUEUES, 2) == nq);
+	CHECK(mmio_read(t, d.pci.device + 34, 2) == nq);
 	CHECK(vdev_init(&d, q, nq, 64, ALL_FEATURES) >> F_MQ & 1);
 	for (unsigned i = 0; i < 8; i++)
 		for (unsigned k = 0; k < nq; k++)
@@ -1114,8 +1114,8 @@ static void test_segment_limits(void)
 
 	CHECK(vdev_find(t, 0, &d));
 	vdev_init(&d, &q, 1, 8, ALL_FEATURES);
-	size_max = (uint32_t)mmio_read(t, d.device + 8, 4);
-	seg_max = (uint32_t)mmio_read(t, d.device + 12, 4);
+	size_max = (uint32_t)mmio_read(t, d.pci.device + 8, 4);
+	seg_max = (uint32_t)mmio_read(t, d.pci.device + 12, 4);
 	CHECK(size_max == 1u << 20 && seg_max == 6);
 	CHECK(do_req(&q, (struct breq){ T_IN, 0, 512 * seg_max, seg_max, true, 0, 0, 0 }, &len) == S_OK);
 	CHECK(len == 512 * seg_max + 1);
@@ -1155,8 +1155,8 @@ static void test_block_size_options(void)
 
 	CHECK(vdev_find(t, 0, &d));
 	vdev_init(&d, &q, 1, 16, ALL_FEATURES);
-	CHECK(mmio_read(t, d.device + 20, 4) == 4096);
-	CHECK(mmio_read(t, d.device + 24, 1) == 2);
+	CHECK(mmio_read(t, d.pci.device + 20, 4) == 4096);
+	CHECK(mmio_read(t, d.pci.device + 24, 1) == 2);
 	CHECK(do_req(&q, (struct breq){ T_IN, 8, 4096, 1, false, 0, 0, 0 }, NULL) == S_OK);
 	CHECK(slot_data(t, 0)[0] == disk_byte(8 * 512));
 	machine_free(t);
@@ -1446,7 +1446,7 @@ static void test_reset_drains(const char *aio)
 	CHECK(stall_wait(t));
 	/* Let go only after the checks below; the bound is for a write that hangs. */
 	stall_release_after(t, WAIT_MS, 0x5a);
-	mmio_write(t, d.common + 0x14, 0, 1);
+	vpci_set_status(&d.pci, 0);
 	/* The register write did not wait for the backend... */
 	CHECK(!stall_released(t));
 	/* ...and the reset is not complete while the write is out. */
@@ -1483,7 +1483,7 @@ static void test_reset_slow(void)
 {
 	struct tmachine *t = root_machine("reset-slow", "io_uring", "",
 					  "virtio-blk-pci,drive=x,num-queues=1", 0, true);
-	uint64_t c, vec, sel;
+	uint64_t vec, sel;
 	unsigned zero = 0;
 	int lines, naming;
 	char line[512];
@@ -1493,18 +1493,17 @@ static void test_reset_slow(void)
 	if (!t)
 		return;
 	CHECK(vdev_find(t, 0, &d));
-	c = d.common;
 	vdev_init(&d, &q, 1, 64, ALL_FEATURES);
 	CHECK(ioeventfds_assigned(&t->b) == 1);
 	breq_add(&q, &(struct breq){ T_IN, 8, 4096, 1, false, 0, 0, 0, STALL_GPA });
 	gq_kick(&q);
 	CHECK(stall_wait(t));
 	capture_begin();
-	mmio_write(t, c + 0x14, 0, 1);
-	mmio_write(t, c + 0x10, 1, 2);		/* msix_config */
-	mmio_write(t, c + 0x16, 1, 2);		/* queue_select */
-	vec = mmio_read(t, c + 0x10, 2);
-	sel = mmio_read(t, c + 0x16, 2);
+	vpci_set_status(&d.pci, 0);
+	cc_write(&d.pci, CC_MSIX_CONFIG, 1, 2);
+	cc_write(&d.pci, CC_Q_SELECT, 1, 2);
+	vec = cc_read(&d.pci, CC_MSIX_CONFIG, 2);
+	sel = cc_read(&d.pci, CC_Q_SELECT, 2);
 	/* Held past VIRTIO_RESET_WARN_NS: one line says so; status never 0. */
 	for (long end = now_ms() + RESET_WARN_MS + WAIT_MS;
 	     now_ms() < end && !capture_count(t->path);) {
@@ -1521,7 +1520,8 @@ static void test_reset_slow(void)
 	CHECK(zero == 0);
 	CHECK(vstatus(&d) == 0);
 	CHECK(lines == 1 && naming == 1);
-	CHECK(mmio_read(t, c + 0x10, 2) == VIRTIO_NO_VECTOR && mmio_read(t, c + 0x16, 2) == 0);
+	CHECK(cc_read(&d.pci, CC_MSIX_CONFIG, 2) == VIRTIO_NO_VECTOR &&
+	      cc_read(&d.pci, CC_Q_SELECT, 2) == 0);
 	CHECK(ioeventfds_assigned(&t->b) == 0);
 	vdev_init(&d, &q, 1, 64, ALL_FEATURES);
 	CHECK(ioeventfds_assigned(&t->b) == 1);
@@ -1658,9 +1658,9 @@ static void test_host_4k(const char *aio)
 	uint64_t f = vdev_init(&d, &q, 1, 16, ALL_FEATURES);
 
 	CHECK(f >> 6 & 1 && f >> 10 & 1);	/* BLK_SIZE, TOPOLOGY */
-	CHECK(mmio_read(t, d.device + 20, 4) == 4096);
-	CHECK(mmio_read(t, d.device, 8) == DISK_SIZE / 512);
-	CHECK(mmio_read(t, d.device + 44, 4) % 8 == 0);	/* discard alignment, sectors */
+	CHECK(mmio_read(t, d.pci.device + 20, 4) == 4096);
+	CHECK(mmio_read(t, d.pci.device, 8) == DISK_SIZE / 512);
+	CHECK(mmio_read(t, d.pci.device + 44, 4) % 8 == 0);	/* discard alignment, sectors */
 	memset(slot_data(t, 0), 0, 1024);
 	CHECK(do_req(&q, (struct breq){ T_IN, 3, 512, 1, false, 0, 0, 0, data_gpa(0) + 16 },
 		     &len) == S_OK && len == 513);
@@ -1722,9 +1722,9 @@ static void test_host_geometry(void)
 			return;
 		CHECK(vdev_find(t, 0, &d));
 		CHECK(vdev_init(&d, &q, 1, 16, ALL_FEATURES) >> 6 & 1);	/* BLK_SIZE */
-		CHECK(mmio_read(t, d.device + 20, 4) == cases[i].blk_size);
-		CHECK(mmio_read(t, d.device + 24, 1) == cases[i].exp);
-		CHECK(mmio_read(t, d.device, 8) == DISK_SIZE / 512);	/* capacity: 512-byte sectors */
+		CHECK(mmio_read(t, d.pci.device + 20, 4) == cases[i].blk_size);
+		CHECK(mmio_read(t, d.pci.device + 24, 1) == cases[i].exp);
+		CHECK(mmio_read(t, d.pci.device, 8) == DISK_SIZE / 512);	/* capacity: 512-byte sectors */
 		machine_free(t);
 	}
 	/* cache=none needs 4 KiB blocks here: a smaller physical block is refused. */

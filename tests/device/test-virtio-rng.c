@@ -238,15 +238,15 @@ static void test_identity(void)
 		CHECK(!"device found");
 		return;
 	}
-	CHECK_EQ(cfg_read(&g.t->b, g.d.devfn, 0x00, 2), 0x1af4);
-	CHECK_EQ(cfg_read(&g.t->b, g.d.devfn, 0x02, 2), 0x1044);
-	CHECK(cfg_read(&g.t->b, g.d.devfn, 0x08, 1) >= 1);	/* 4.1.2.1: revision 1+ */
-	CHECK_EQ(cfg_read(&g.t->b, g.d.devfn, 0x08, 4) >> 8, 0x00ff00);	/* QEMU's class */
+	CHECK_EQ(cfg_read(&g.t->b, g.d.pci.devfn, 0x00, 2), 0x1af4);
+	CHECK_EQ(cfg_read(&g.t->b, g.d.pci.devfn, 0x02, 2), 0x1044);
+	CHECK(cfg_read(&g.t->b, g.d.pci.devfn, 0x08, 1) >= 1);	/* 4.1.2.1: revision 1+ */
+	CHECK_EQ(cfg_read(&g.t->b, g.d.pci.devfn, 0x08, 4) >> 8, 0x00ff00);	/* QEMU's class */
 	CHECK(dev_features(&g.d) >> VIRTIO_F_VERSION_1 & 1);
-	CHECK_EQ(mmio_read(g.t, g.d.common + 0x12, 2), 1);	/* num_queues: requestq */
+	CHECK_EQ(cc_read(&g.d.pci, CC_NUM_QUEUES, 2), 1);	/* requestq */
 	/* A queue beyond the one there is reads size 0 (4.1.4.3). */
-	mmio_write(g.t, g.d.common + 0x16, 1, 2);
-	CHECK_EQ(mmio_read(g.t, g.d.common + 0x18, 2), 0);
+	cc_write(&g.d.pci, CC_Q_SELECT, 1, 2);
+	CHECK_EQ(cc_read(&g.d.pci, CC_Q_SIZE, 2), 0);
 	CHECK(vrng_timer_fd(g.r) < 0);	/* no limit, no timer */
 	rng_free(&g);
 }
@@ -440,28 +440,23 @@ static void test_before_driver_ok(void)
 	struct rng g;
 	struct vrng_cfg cfg = { 16, HOUR_MS };
 	struct drv_seg s = { data_gpa(1), 16, true };
-	uint64_t c;
 	uint32_t len = 0;
 	int id;
 
 	if (!rng_up(&g, &cfg))
 		return;
-	c = g.d.common;
 	id = offer_one(&g, 0, 16);
 	CHECK(gq_get_used(&g.q, &len) == id && len == 16);
 	CHECK(vdev_reset(&g.d));
 	/* vdev_init() up to FEATURES_OK and the queue, DRIVER_OK left out. */
-	mmio_write(g.t, c + 0x14, 1 | 2, 1);
-	mmio_write(g.t, c + 0x08, 1, 4);
-	mmio_write(g.t, c + 0x0c, 1, 4);	/* VIRTIO_F_VERSION_1 */
-	mmio_write(g.t, c + 0x14, 1 | 2 | 8, 1);
-	mmio_write(g.t, c + 0x10, 0, 2);
+	vpci_negotiate(&g.d.pci, 1ull << VIRTIO_F_VERSION_1);
+	cc_write(&g.d.pci, CC_MSIX_CONFIG, 0, 2);
 	msix_setup(&g.d, 2);
 	gq_init(&g.d, &g.q, 0, NUM, false, false);
 	id = gq_add(&g.q, &s, 1, false, 0);
 	period_end(&g);
 	CHECK(gq_get_used(&g.q, &len) < 0);
-	mmio_write(g.t, c + 0x14, 1 | 2 | 8 | 4, 1);
+	vpci_set_status(&g.d.pci, DS_ACKNOWLEDGE | DS_DRIVER | DS_FEATURES_OK | DS_DRIVER_OK);
 	loop_turn(&g);
 	CHECK(id >= 0 && gq_get_used(&g.q, &len) == id);
 	CHECK_EQ(len, 16);

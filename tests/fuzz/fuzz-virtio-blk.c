@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "fuzz-machine.h"
+#include "virtio-pci-guest.h"
 #include "virtio/virtio.h"
 #include "virtio/virtio_ring.h"
 
@@ -35,76 +36,43 @@
 #define DEV_SLOT 1
 #define REOFFERS 4
 
-/* virtio-pci BAR 4 layout and common configuration registers. */
-#define COMMON 0x0000
-#define NOTIFY 0x3000
-#define CC_DFSELECT 0x00
-#define CC_DF 0x04
-#define CC_GFSELECT 0x08
-#define CC_GF 0x0c
-#define CC_STATUS 0x14
-#define CC_Q_SELECT 0x16
-#define CC_Q_SIZE 0x18
-#define CC_Q_ENABLE 0x1c
-#define CC_Q_DESC 0x20
-#define CC_Q_DRIVER 0x28
-#define CC_Q_DEVICE 0x30
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 struct drv {
 	struct fuzz_machine f;
-	uint64_t bar;
+	struct vpci pci;
+	uint64_t doorbell;	/* queue 0's */
 	uint8_t *ram;
 	unsigned num;
 	bool packed;
 	uint64_t desc, driver, device;
 };
 
-static uint64_t rd(struct drv *d, uint64_t off, unsigned w)
-{
-	uint64_t v = 0;
-
-	bus_read(&d->f.b.m.mmio, d->bar + off, &v, w);
-	return v;
-}
-
-static void wr(struct drv *d, uint64_t off, uint64_t v, unsigned w)
-{
-	bus_write(&d->f.b.m.mmio, d->bar + off, v, w);
-}
-
 static uint16_t ld16(const uint8_t *p)
 {
 	return le16toh(__atomic_load_n((const uint16_t *)p, __ATOMIC_ACQUIRE));
 }
 
-/* The virtio-pci handshake a well-behaved driver does; false if refused. */
+/*
+ * The virtio-pci handshake a well-behaved driver does, every offered
+ * feature taken and no interrupt wanted; false if refused.
+ */
 static bool setup(struct drv *d)
 {
-	uint64_t f;
-
-	wr(d, COMMON + CC_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE, 1);
-	wr(d, COMMON + CC_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER, 1);
-	wr(d, COMMON + CC_DFSELECT, 0, 4);
-	f = rd(d, COMMON + CC_DF, 4);
-	wr(d, COMMON + CC_DFSELECT, 1, 4);
-	f |= rd(d, COMMON + CC_DF, 4) << 32;
-	for (unsigned i = 0; i < 2; i++) {
-		wr(d, COMMON + CC_GFSELECT, i, 4);
-		wr(d, COMMON + CC_GF, (uint32_t)(f >> (32 * i)), 4);
-	}
-	wr(d, COMMON + CC_STATUS, 0xb, 1);
-	if (!(rd(d, COMMON + CC_STATUS, 1) & VIRTIO_CONFIG_S_FEATURES_OK))
+	vpci_set_status(&d->pci, DS_ACKNOWLEDGE);
+	vpci_negotiate(&d->pci, ~0ull);
+	if (!(vpci_status(&d->pci) & DS_FEATURES_OK))
 		return false;
-	wr(d, COMMON + CC_Q_SELECT, 0, 2);
-	wr(d, COMMON + CC_Q_SIZE, d->num, 2);
-	wr(d, COMMON + CC_Q_DESC, d->desc, 8);
-	wr(d, COMMON + CC_Q_DRIVER, d->driver, 8);
-	wr(d, COMMON + CC_Q_DEVICE, d->device, 8);
-	wr(d, COMMON + CC_Q_ENABLE, 1, 2);
-	wr(d, COMMON + CC_STATUS, 0xf, 1);
-	return rd(d, COMMON + CC_STATUS, 1) & VIRTIO_CONFIG_S_DRIVER_OK;
+	d->doorbell = vpci_queue_setup(&d->pci, 0, d->num, VIRTIO_NO_VECTOR, d->desc, d->driver,
+				       d->device);
+	cc_write(&d->pci, CC_Q_ENABLE, 1, 2);
+	vpci_set_status(&d->pci, DS_ACKNOWLEDGE | DS_DRIVER | DS_FEATURES_OK | DS_DRIVER_OK);
+	return vpci_status(&d->pci) & DS_DRIVER_OK;
+}
+
+static void kick(struct drv *d)
+{
+	vpci_mmio_write(&d->f.b, d->doorbell, 0, 2);
 }
 
 /*
@@ -165,18 +133,13 @@ static int64_t now_ns(void)
 	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-static uint8_t status(struct drv *d)
-{
-	return (uint8_t)rd(d, COMMON + CC_STATUS, 1);
-}
-
 /* Waits, bounded, until every offered chain is used or a reset is asked. */
 static void wait_used(struct drv *d, const uint16_t *ndescs, unsigned want)
 {
 	int64_t end = now_ns() + WAIT_NS;
 
 	while (used_count(d, ndescs, want) != want &&
-	       !(status(d) & VIRTIO_CONFIG_S_NEEDS_RESET) && now_ns() < end)
+	       !(vpci_status(&d->pci) & DS_NEEDS_RESET) && now_ns() < end)
 		sched_yield();
 }
 
@@ -191,8 +154,8 @@ static void reset_and_check(struct drv *d)
 {
 	static uint8_t before[RAM_SIZE];
 
-	wr(d, COMMON + CC_STATUS, 0, 1);
-	while (status(d))
+	vpci_set_status(&d->pci, 0);
+	while (vpci_status(&d->pci))
 		sched_yield();
 	memcpy(before, d->ram, RAM_SIZE);
 	for (int i = 0; i < 100; i++)
@@ -218,7 +181,7 @@ static void reoffer(struct drv *d, unsigned round)
 
 		__atomic_store_n(idx, htole16((uint16_t)(le16toh(*idx) + d->num)), __ATOMIC_RELEASE);
 	}
-	wr(d, NOTIFY, 0, 2);
+	kick(d);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -251,7 +214,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fm_init(&d.f, in.p, in.n, RAM_SIZE, drive, device) < 0)
 		abort();
 	d.ram = d.f.ram.block[0];
-	d.bar = bar_addr(&d.f.b, DEV_SLOT << 3, 4);
+	vpci_probe(&d.f.b, DEV_SLOT << 3, &d.pci);
+	if (!d.pci.common || !d.pci.notify)
+		abort();	/* the device's capabilities are not a fuzzer's to break */
 
 	/* What the ring offers, from the driver's side, before the device looks. */
 	if (d.packed) {
@@ -262,7 +227,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (!setup(&d))
 		abort();	/* a correct handshake must be accepted */
-	wr(&d, NOTIFY, 0, 2);
+	kick(&d);
 	for (unsigned r = 0; (fl2 & 16) && r < REOFFERS; r++) {
 		sched_yield();
 		reoffer(&d, r);
@@ -273,7 +238,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memset(d.ram + d.device, 0, 4);
 		if (!setup(&d))
 			abort();
-		wr(&d, NOTIFY, 0, 2);
+		kick(&d);
 	}
 	wait_used(&d, ndescs, want);
 	fm_free(&d.f);

@@ -127,6 +127,10 @@ MiB=1048576
 . "$here/../lib/pty.sh"
 . "$here/../lib/clock.sh"
 . "$here/lib/console.sh"
+. "$here/lib/boot-end.sh"
+# What a boot's end says (boot-end.sh); finish_boot NAME checks brisk's
+# stderr for sanitizer reports too.
+vm_who=brisk vm_hung="brisk hung past -timeout" vm_tail=40
 
 # mkdisk FILE BYTES [PAT@MIB]...: a sparse image with host patterns in it.
 mkdisk() {
@@ -180,17 +184,6 @@ run_vm_once() {
 	wait "$dog" 2>/dev/null
 	rm -f "$fifo"
 	echo "# $name: exit $vm_rc after $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')s"
-}
-
-# Why the last boot ended as no boot here ever should (the guest crashed
-# or hung), on stdout; nothing when it did not.
-vm_failure() {
-	case $vm_rc in
-	2) echo "the guest kernel panicked" ;;
-	124) echo "the guest was still running at -timeout ${guard_s}" ;;
-	137) [ "$vm_killed" = 1 ] || echo "brisk hung past -timeout" ;;
-	1) grep -q 'triple fault' "$log.err" && echo "the guest triple faulted" ;;
-	esac
 }
 
 # run_vm NAME MARK PREP VMM-ARGS...: PREP (a command making the disks)
@@ -296,30 +289,8 @@ EOP
 # Lines the guest printed with "BLK " in front, without it.
 blk_lines() { sed -n 's/^BLK //p' "$log"; }
 
-finish_boot() { # finish_boot NAME
-	check_no_sanitizer "$1"
-	# On stderr as well: a test runner shows a failed test's stderr, not
-	# its TAP comments.
-	if [ "$tap_dirty" -ne 0 ]; then
-		{
-			echo "== ${log##*/}: the console (its first oops, its last 40 lines), then brisk's stderr"
-			console_excerpt 40 < "$log"
-			tail -n 10 "$log.err"
-		} | console_show
-	fi
-	tap_dirty=0
-}
-
 expect_exit() { # expect_exit NAME STATUS
 	tap_status $((vm_rc != $2)) "$1: exit status $2" "got $vm_rc${3:-}$(vm_failure | sed 's/^/: /')"
-}
-
-# Any report of ASan, UBSan or LSan on brisk's stderr fails the boot,
-# whatever its exit status.
-check_no_sanitizer() { # check_no_sanitizer NAME
-	local l
-	l=$(grep -m 3 -E 'runtime error:|ERROR: [A-Za-z]*Sanitizer|SUMMARY: [A-Za-z]*Sanitizer' "$log.err")
-	tap_status $([ -z "$l" ]; echo $?) "$1: no sanitizer report on brisk's stderr" "$(echo "$l" | tr '\n' ' ')"
 }
 
 check_disk() { # check_disk NAME SERIAL FILE RO [MQ]

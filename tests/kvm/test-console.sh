@@ -3,12 +3,15 @@
 #
 # test-console.sh: what a failed boot shows of its console
 # (tests/kvm/lib/console.sh): an oops's first line survives however long
-# the oops recursed, and the console's last lines are always there.
+# the oops recursed, and the console's last lines are always there; why
+# a boot failed and what a boot with a failed check shows
+# (tests/kvm/lib/boot-end.sh).
 
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../lib/tap.sh"
 . "$here/lib/console.sh"
+. "$here/lib/boot-end.sh"
 
 # A console of N numbered lines with OOPS as line AT (none when AT is 0).
 console() {
@@ -61,4 +64,48 @@ tap_check "console_show: every line it prints is a TAP comment" \
 	[ "$out" = "$(printf '#   ok 1 - not a TAP line\n#   last')" ]
 tap_check "console_show: stderr gets the same lines, after what it had" \
 	[ "$(cat "$log")" = "$(printf 'earlier stderr\nok 1 - not a TAP line\nlast')" ]
+
+# boot-end.sh: why a boot ended as none should, as blk-tests.sh sets it up.
+dir=$(mktemp -d)
+trap 'rm -rf "$log" "$dir"' EXIT
+log=$dir/split.log
+console 100 0 >"$log"
+echo "brisk: a line" >"$log.err"
+guard_s=120 vm_who=brisk vm_hung="brisk hung past -timeout" vm_tail=40 vm_killed=0
+why() { vm_rc=$1; vm_failure; }
+tap_check "vm_failure: exit 0 is no failure" [ -z "$(why 0)" ]
+tap_check "vm_failure: exit 2 is a panic" [ "$(why 2)" = "the guest kernel panicked" ]
+tap_check "vm_failure: exit 124 names the -timeout" \
+	[ "$(why 124)" = "the guest was still running at -timeout 120" ]
+tap_check "vm_failure: exit 137 not asked for is a hang" [ "$(why 137)" = "brisk hung past -timeout" ]
+tap_check "vm_failure: exit 137 asked for is no failure" [ -z "$(vm_killed=1 why 137)" ]
+tap_check "vm_failure: exit 1 alone says nothing..." [ -z "$(why 1)" ]
+echo "KVM: triple fault" >>"$log.err"
+tap_check "... unless it triple faulted" [ "$(why 1)" = "the guest triple faulted" ]
+# As vhost-user-tests.sh has it: QEMU exits 0 on a guest's reset.
+vm_powered_off() { false; }
+tap_check "vm_failure: exit 0 without the power-off is a reset" \
+	[ "$(why 0)" = "the guest reset before its power-off" ]
+
+# finish_boot, in a subshell each: its checks count there.
+out=$(finish_boot split 2>"$dir/err")
+tap_check "finish_boot NAME: checks brisk's stderr..." \
+	[ "$(printf '%s\n' "$out" | sed 's/^ok [0-9]* - //')" = "split: no sanitizer report on brisk's stderr" ]
+tap_check "... and, all checks passed, shows nothing more" [ ! -s "$dir/err" ]
+echo "==1==ERROR: AddressSanitizer: heap-use-after-free" >>"$log.err"
+out=$(finish_boot split 2>"$dir/err")
+tap_check "finish_boot NAME: a sanitizer report fails the boot..." \
+	[ "$(printf '%s\n' "$out" | grep -c "^not ok .* - split: no sanitizer report on brisk's stderr: ==1==ERROR")" -eq 1 ]
+tap_check "... and shows the console and stderr: on stderr..." \
+	[ "$(head -n 1 "$dir/err")" = "== split.log: the console (its first oops, its last 40 lines), then brisk's stderr" ]
+tap_check "... the console's last 40 lines..." [ "$(sed -n 2,41p "$dir/err")" = "$(console 100 0 | tail -n 40)" ]
+tap_check "... ending with the VMM's last stderr lines" \
+	[ "$(tail -n 3 "$dir/err")" = "$(cat "$log.err")" ]
+tap_check "... and as TAP comments" [ "$(printf '%s\n' "$out" | grep -c '^#   ')" -eq "$(wc -l <"$dir/err")" ]
+vm_who="the front-end" vm_tail=30
+out=$( { tap_dirty=1; finish_boot; echo "tap_dirty=$tap_dirty"; } 2>"$dir/err")
+tap_check "finish_boot: a failed check shows the console as vm_tail and vm_who say" \
+	[ "$(head -n 1 "$dir/err")" = "== split.log: the console (its first oops, its last 30 lines), then the front-end's stderr" ]
+tap_check "... with no check of its own" [ "$(grep -c '^ok\|^not ok' <<<"$out")" -eq 0 ]
+tap_check "... and clears tap_dirty" [ "$(tail -n 1 <<<"$out")" = "tap_dirty=0" ]
 tap_done

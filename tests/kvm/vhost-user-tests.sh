@@ -33,6 +33,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 me=$here/$(basename "${BASH_SOURCE[0]}")
 . "$here/../lib/tap.sh"
 . "$here/lib/console.sh"
+. "$here/lib/boot-end.sh"
+# What a boot's end says (boot-end.sh).
+vm_who="the front-end" vm_hung="the front-end hung" vm_tail=30
 
 brisk= outdir=$PWD/vhost-user-tests.d inner= only= kernel= initrd=
 while [ $# -gt 0 ]; do
@@ -147,7 +150,8 @@ fe_args() { # fe_args brisk|qemu
 on_line() { :; }
 
 # boot NAME brisk|qemu APPEND: runs a front-end with the console on a pair
-# of FIFOs, calls on_line for each line; sets vm_rc, log, fe_pid.
+# of FIFOs, calls on_line for each line; sets vm_rc, log, fe_pid (and
+# vm_killed to 0, which on_line sets to 1 where it kills the front-end).
 boot() {
 	local name=$1 kind=$2 append=$3 in out dog line t0=$EPOCHREALTIME
 	log=$outdir/$name.log
@@ -158,7 +162,7 @@ boot() {
 	tap_diag "$name: ${args[*]}"
 	"${args[@]}" -m 512M -smp 2 -kernel "$kernel" -initrd "$initrd" -append "$append" \
 		<"$in" >"$out" 2>"$log.err" &
-	fe_pid=$! killed=0 acks=0
+	fe_pid=$! vm_killed=0 acks=0
 	exec 7>"$in" 8<"$out"
 	( sleep "$((guard_s + 15))"; kill -KILL "$fe_pid" 2>/dev/null ) >/dev/null 2>&1 &
 	dog=$!
@@ -178,18 +182,9 @@ boot() {
 
 vu_lines() { sed -n 's/^VU //p' "$log"; }
 
-# Why the last boot ended as none here should (the guest crashed or hung),
-# or nothing.  QEMU (-no-reboot) exits 0 on a triple fault or a panic's
-# reboot, so a guest that never reached its power-off tells those.
-vm_failure() {
-	case $vm_rc in
-	2) echo "the guest kernel panicked" ;;
-	124) echo "the guest was still running at -timeout" ;;
-	1) grep -q 'triple fault' "$log.err" && echo "the guest triple faulted" ;;
-	0) vu_lines | grep -qx end || echo "the guest reset before its power-off" ;;
-	137) [ "$killed" = 1 ] || echo "the front-end hung" ;;
-	esac
-}
+# QEMU (-no-reboot) exits 0 on a triple fault or a panic's reboot, so
+# a guest that never reached its power-off tells those (vm_failure).
+vm_powered_off() { vu_lines | grep -qx end; }
 
 # boot_once NAME KIND APPEND: boot, and say why a guest that crashed or
 # hung did (the checks that follow fail it; nothing is booted again).
@@ -201,17 +196,6 @@ boot_once() {
 }
 dev_of() { vu_lines | awk -v m="mib=$1" '$1 == "disk" && $3 == m { print $2 }'; }
 mib_of() { vu_lines | awk -v d="$1" '$1 == "disk" && $2 == d { sub("mib=", "", $3); print $3 }'; }
-
-finish_boot() {
-	if [ "$tap_dirty" -ne 0 ]; then
-		{
-			echo "== ${log##*/}: the console (its first oops, its last 30 lines), then the front-end's stderr"
-			console_excerpt 30 < "$log"
-			tail -n 10 "$log.err"
-		} | console_show
-	fi
-	tap_dirty=0
-}
 
 check_disks() { # check_disks NAME
 	local k mib dev l packed
@@ -303,7 +287,7 @@ kill_line() {
 	case $1 in
 	"VU acked "*)
 		acks=$((acks + 1))
-		[ "$acks" = "$KILL_AT" ] && kill -KILL "$fe_pid" && killed=1 ;;
+		[ "$acks" = "$KILL_AT" ] && kill -KILL "$fe_pid" && vm_killed=1 ;;
 	esac
 }
 

@@ -19,7 +19,7 @@
 #include "virtio/virtio.h"
 
 #include "check.h"
-#include "test-board.h"
+#include "virtio-pci-guest.h"
 
 /* Reads (and so clears) an eventfd; true if it had been signalled. */
 static bool fd_fired(int fd)
@@ -83,48 +83,20 @@ static struct virtio_device vdev;
 
 static uint64_t mmio_read(uint64_t addr, unsigned size)
 {
-	uint64_t v;
-
-	bus_read(&b.m.mmio, addr, &v, size);
-	return v;
+	return vpci_mmio_read(&b, addr, size);
 }
 
 static void mmio_write(uint64_t addr, uint64_t val, unsigned size)
 {
-	bus_write(&b.m.mmio, addr, val, size);
+	vpci_mmio_write(&b, addr, val, size);
 }
 
-/* What the driver learnt from config space. */
-struct probe {
-	unsigned devfn;
-	uint64_t bar_addr[6], bar_size[6];
-	uint64_t common, isr, device, notify;	/* guest addresses */
-	uint32_t device_len, notify_len, notify_mult;
-	unsigned caps_found;
-	unsigned pci_cfg;
-	unsigned msix_cap, msix_n;
-	uint64_t msix_table, msix_pba;
-};
-
-static struct probe p;
-
-/* Common config offsets (VIRTIO 1.2, 4.1.4.3). */
-enum {
-	DFSEL = 0x00, DF = 0x04, GFSEL = 0x08, GF = 0x0c, MSIX_CONFIG = 0x10,
-	NUM_QUEUES = 0x12, STATUS = 0x14, CFG_GEN = 0x15, Q_SELECT = 0x16,
-	Q_SIZE = 0x18, Q_VECTOR = 0x1a, Q_ENABLE = 0x1c, Q_NOTIFY_OFF = 0x1e,
-	Q_DESC = 0x20, Q_DRIVER = 0x28, Q_DEVICE = 0x30,
-};
-
-static uint64_t cc_read(unsigned off, unsigned size)
-{
-	return mmio_read(p.common + off, size);
-}
-
-static void cc_write(unsigned off, uint64_t val, unsigned size)
-{
-	mmio_write(p.common + off, val, size);
-}
+/* What the driver learnt from config space: the BARs as it sized them... */
+static struct {
+	uint64_t addr[6], size[6];
+} bars;
+/* ...and the virtio-pci function (virtio-pci-guest.h's probe). */
+static struct vpci p;
 
 static void test_scan(void)
 {
@@ -191,7 +163,7 @@ static void test_bars(void)
 
 		cfg_write(&b, p.devfn, off, orig, 4);
 		if (mask == 0) {
-			p.bar_size[i] = 0;
+			bars.size[i] = 0;
 			continue;
 		}
 		CHECK((mask & 1) == 0);	/* memory, not I/O */
@@ -208,26 +180,26 @@ static void test_bars(void)
 		} else {
 			size_mask |= 0xffffffff00000000ull;
 		}
-		p.bar_addr[i] = addr;
-		p.bar_size[i] = ~size_mask + 1;
+		bars.addr[i] = addr;
+		bars.size[i] = ~size_mask + 1;
 		if ((mask & 6) == 4)
 			i++;
 	}
 	cfg_write(&b, p.devfn, 0x04, cmd, 2);
 
-	CHECK_EQ(p.bar_size[0], 0);
-	CHECK_EQ(p.bar_size[1], 0x1000);
+	CHECK_EQ(bars.size[0], 0);
+	CHECK_EQ(bars.size[1], 0x1000);
 	CHECK_EQ(cfg_read(&b, p.devfn, 0x14, 4) & 0xf, 0);		/* 32-bit, not prefetchable */
 	CHECK_EQ(cfg_read(&b, p.devfn, 0x20, 4) & 0xf, 0xc);	/* 64-bit prefetchable */
-	CHECK_EQ(p.bar_size[4], 0x4000);
-	CHECK_EQ(p.bar_size[2] | p.bar_size[3], 0);
+	CHECK_EQ(bars.size[4], 0x4000);
+	CHECK_EQ(bars.size[2] | bars.size[3], 0);
 	for (unsigned i = 1; i < 6; i += 3) {
-		CHECK_EQ(p.bar_addr[i] % p.bar_size[i], 0);	/* naturally aligned */
-		CHECK(p.bar_addr[i] >= BOARD_PCI_BASE &&
-		      p.bar_addr[i] + p.bar_size[i] <= BOARD_PCI_BASE + BOARD_PCI_SIZE);
+		CHECK_EQ(bars.addr[i] % bars.size[i], 0);	/* naturally aligned */
+		CHECK(bars.addr[i] >= BOARD_PCI_BASE &&
+		      bars.addr[i] + bars.size[i] <= BOARD_PCI_BASE + BOARD_PCI_SIZE);
 	}
-	CHECK(p.bar_addr[1] + p.bar_size[1] <= p.bar_addr[4] ||
-	      p.bar_addr[4] + p.bar_size[4] <= p.bar_addr[1]);
+	CHECK(bars.addr[1] + bars.size[1] <= bars.addr[4] ||
+	      bars.addr[4] + bars.size[4] <= bars.addr[1]);
 	/* Host bridge has no BARs. */
 	cfg_write(&b, 0, 0x10, 0xffffffff, 4);
 	CHECK_EQ(cfg_read(&b, 0, 0x10, 4), 0);
@@ -235,106 +207,70 @@ static void test_bars(void)
 
 static void test_caps(void)
 {
-	CHECK(cfg_read(&b, p.devfn, 0x06, 2) & 0x10);
-	unsigned ptr = cfg_read(&b, p.devfn, 0x34, 1) & ~3u;
+	struct vpci_cap c;
 	unsigned guard = 0;
 
-	while (ptr && guard++ < 48) {
+	CHECK(cfg_read(&b, p.devfn, 0x06, 2) & 0x10);
+	/* Each virtio capability as it stands in the list... */
+	for (unsigned ptr = vpci_cap_first(&b, p.devfn); ptr && guard++ < 48; ptr = c.next) {
 		CHECK(ptr >= 0x40 && ptr < 0x100);
-		unsigned id = cfg_read(&b, p.devfn, ptr, 1);
-
-		if (id == 0x11) {
-			uint16_t ctrl = cfg_read(&b, p.devfn, ptr + 2, 2);
-			uint32_t table = cfg_read(&b, p.devfn, ptr + 4, 4);
-			uint32_t pba = cfg_read(&b, p.devfn, ptr + 8, 4);
-
-			p.msix_cap = ptr;
-			p.msix_n = (ctrl & 0x7ff) + 1;
-			p.msix_table = p.bar_addr[table & 7] + (table & ~7u);
-			p.msix_pba = p.bar_addr[pba & 7] + (pba & ~7u);
-			CHECK_EQ(table & 7, 1);
-			CHECK_EQ(ctrl & 0xc000, 0);
-		} else if (id == 0x09) {
-			unsigned type = cfg_read(&b, p.devfn, ptr + 3, 1);
-			unsigned bar = cfg_read(&b, p.devfn, ptr + 4, 1);
-			uint32_t off = cfg_read(&b, p.devfn, ptr + 8, 4);
-			uint32_t len = cfg_read(&b, p.devfn, ptr + 12, 4);
-			uint64_t addr = p.bar_addr[bar % 6] + off;
-
-			p.caps_found |= 1u << type;
-			if (type == 5) {	/* PCI_CFG: a window, not a region */
-				p.pci_cfg = ptr;
-				CHECK_EQ(cfg_read(&b, p.devfn, ptr + 2, 1), 20);
-				ptr = cfg_read(&b, p.devfn, ptr + 1, 1) & ~3u;
-				continue;
-			}
-			CHECK_EQ(bar, 4);
-			CHECK(off + (uint64_t)len <= p.bar_size[bar]);
-			CHECK(cfg_read(&b, p.devfn, ptr + 2, 1) >= 16);
-			if (type == 1) {
-				p.common = addr;
-				CHECK(len >= 0x38);
-			} else if (type == 2) {
-				p.notify = addr;
-				p.notify_len = len;
-				p.notify_mult = cfg_read(&b, p.devfn, ptr + 16, 4);
-				CHECK_EQ(cfg_read(&b, p.devfn, ptr + 2, 1), 20);
-			} else if (type == 3) {
-				p.isr = addr;
-			} else if (type == 4) {
-				p.device = addr;
-				p.device_len = len;
-			}
+		vpci_cap_read(&b, p.devfn, ptr, &c);
+		if (c.id != PCI_CAP_ID_VNDR)
+			continue;
+		if (c.type == VCAP_PCI_CFG) {	/* a window, not a region */
+			CHECK_EQ(c.len, 20);
+			continue;
 		}
-		ptr = cfg_read(&b, p.devfn, ptr + 1, 1) & ~3u;
+		CHECK_EQ(c.bar, 4);
+		CHECK(c.offset + (uint64_t)c.length <= bars.size[c.bar % 6]);
+		CHECK(c.len >= 16);
+		if (c.type == VCAP_COMMON)
+			CHECK(c.length >= 0x38);
+		else if (c.type == VCAP_NOTIFY)
+			CHECK_EQ(c.len, 20);
 	}
-	CHECK_EQ(p.caps_found, 0x3e);	/* common, notify, ISR, device, pci_cfg */
+	/* ...and what a driver makes of the list. */
+	vpci_probe(&b, p.devfn, &p);
+	CHECK_EQ(p.caps, 0x3e);	/* common, notify, ISR, device, pci_cfg */
 	CHECK(p.msix_cap != 0);
+	CHECK_EQ(p.msix_bir, 1);
+	CHECK_EQ(cfg_read(&b, p.devfn, p.msix_cap + MSIX_CTRL, 2) & (MSIX_ENABLE | MSIX_MASKALL), 0);
 	CHECK_EQ(p.msix_n, 3);		/* two queues + config */
 	CHECK_EQ(p.notify_mult, 4);
 	CHECK_EQ(p.notify_len, 8);
 	CHECK_EQ(p.device_len, 8);
 	/* The capability bytes are read-only. */
-	cfg_write(&b, p.devfn, p.msix_cap + 4, 0, 4);
-	CHECK_EQ(cfg_read(&b, p.devfn, p.msix_cap + 4, 4) & 7, 1);
+	cfg_write(&b, p.devfn, p.msix_cap + MSIX_TABLE, 0, 4);
+	CHECK_EQ(cfg_read(&b, p.devfn, p.msix_cap + MSIX_TABLE, 4) & 7, 1);
 }
 
 #define MSI_ADDR 0xfee00000u
 static uint32_t msi_data(unsigned v) { return 0x4020 + v; }
 
-static void msix_entry_write(unsigned v, uint32_t addr, uint32_t data, bool masked)
-{
-	uint64_t e = p.msix_table + 16 * v;
-
-	mmio_write(e + 0, addr, 4);
-	mmio_write(e + 4, 0, 4);
-	mmio_write(e + 8, data, 4);
-	mmio_write(e + 12, masked, 4);
-}
-
 static void msix_mask(unsigned v, bool masked)
 {
-	mmio_write(p.msix_table + 16 * v + 12, masked, 4);
+	mmio_write(p.msix_table + MSIX_ENTRY * v + MSIX_E_CTRL, masked, 4);
 }
 
 static void test_msix_setup(void)
 {
-	unsigned ctrl = p.msix_cap + 2;
+	unsigned ctrl = p.msix_cap + MSIX_CTRL;
 
 	/* Entries come up masked. */
 	for (unsigned v = 0; v < p.msix_n; v++)
-		CHECK_EQ(mmio_read(p.msix_table + 16 * v + 12, 4) & 1, 1);
+		CHECK_EQ(mmio_read(p.msix_table + MSIX_ENTRY * v + MSIX_E_CTRL, 4) & 1, 1);
 	/* Enable with the function masked, program, then unmask (Linux's order). */
-	cfg_write(&b, p.devfn, ctrl, 0xc000, 2);
-	CHECK_EQ(cfg_read(&b, p.devfn, ctrl, 2) & 0xc000, 0xc000);
+	vpci_msix_ctrl(&p, MSIX_ENABLE | MSIX_MASKALL);
+	CHECK_EQ(cfg_read(&b, p.devfn, ctrl, 2) & (MSIX_ENABLE | MSIX_MASKALL),
+		 MSIX_ENABLE | MSIX_MASKALL);
 	CHECK_EQ(cfg_read(&b, p.devfn, ctrl, 2) & 0x7ff, 2);	/* table size read-only */
 	for (unsigned v = 0; v < p.msix_n; v++)
-		msix_entry_write(v, MSI_ADDR, msi_data(v), false);
-	CHECK_EQ(mmio_read(p.msix_table + 8, 4), msi_data(0));
-	CHECK_EQ(mmio_read(p.msix_table + 16 + 12, 4), 0);
+		vpci_msix_entry(&p, v, MSI_ADDR, msi_data(v), false);
+	CHECK_EQ(mmio_read(p.msix_table + MSIX_E_DATA, 4), msi_data(0));
+	CHECK_EQ(mmio_read(p.msix_table + MSIX_ENTRY + MSIX_E_CTRL, 4), 0);
 	/* No route while the function is masked... */
 	CHECK(route_by_data(&b, msi_data(0)) == NULL);
-	cfg_write(&b, p.devfn, ctrl, 0x8000, 2);
+	vpci_msix_ctrl(&p, MSIX_ENABLE);
 	/* ...one per vector, with what the guest wrote, once unmasked. */
 	for (unsigned v = 0; v < p.msix_n; v++) {
 		struct board_route *r = route_by_data(&b, msi_data(v));
@@ -351,59 +287,56 @@ static void test_msix_setup(void)
 	mmio_write(p.msix_pba, ~0ull, 8);
 	CHECK_EQ(mmio_read(p.msix_pba, 8), 0);
 	/* Out-of-table accesses are harmless. */
-	mmio_write(p.msix_table + 16 * p.msix_n, 1, 4);
+	mmio_write(p.msix_table + MSIX_ENTRY * p.msix_n, 1, 4);
 	mmio_write(p.msix_table + 1, 1, 4);
 	CHECK_EQ(mmio_read(p.msix_table + 0, 4), MSI_ADDR);
 }
 
 static void driver_handshake(uint64_t features)
 {
-	cc_write(STATUS, 0, 1);
-	cc_write(STATUS, 1, 1);
-	cc_write(STATUS, 1 | 2, 1);
-	cc_write(GFSEL, 0, 4);
-	cc_write(GF, (uint32_t)features, 4);
-	cc_write(GFSEL, 1, 4);
-	cc_write(GF, features >> 32, 4);
-	cc_write(STATUS, 1 | 2 | 8, 1);
+	cc_write(&p, CC_STATUS, 0, 1);
+	cc_write(&p, CC_STATUS, 1, 1);
+	cc_write(&p, CC_STATUS, 1 | 2, 1);
+	vpci_driver_features(&p, features);	/* offered or not */
+	cc_write(&p, CC_STATUS, 1 | 2 | 8, 1);
 }
 
 static void test_features(void)
 {
-	CHECK_EQ(cc_read(NUM_QUEUES, 2), 2);
-	cc_write(DFSEL, 0, 4);
-	CHECK_EQ(cc_read(DF, 4), (uint32_t)vdev.host_features);
-	cc_write(DFSEL, 1, 4);
-	CHECK_EQ(cc_read(DF, 4), vdev.host_features >> 32);
-	CHECK(cc_read(DF, 4) & 1);	/* VERSION_1 */
-	cc_write(DFSEL, 7, 4);
-	CHECK_EQ(cc_read(DF, 4), 0);
-	cc_write(DF, 0xffffffff, 4);	/* read-only */
-	cc_write(DFSEL, 0, 4);
-	CHECK_EQ(cc_read(DF, 4), (uint32_t)vdev.host_features);
+	CHECK_EQ(cc_read(&p, CC_NUM_QUEUES, 2), 2);
+	cc_write(&p, CC_DFSELECT, 0, 4);
+	CHECK_EQ(cc_read(&p, CC_DF, 4), (uint32_t)vdev.host_features);
+	cc_write(&p, CC_DFSELECT, 1, 4);
+	CHECK_EQ(cc_read(&p, CC_DF, 4), vdev.host_features >> 32);
+	CHECK(cc_read(&p, CC_DF, 4) & 1);	/* VERSION_1 */
+	cc_write(&p, CC_DFSELECT, 7, 4);
+	CHECK_EQ(cc_read(&p, CC_DF, 4), 0);
+	cc_write(&p, CC_DF, 0xffffffff, 4);	/* read-only */
+	cc_write(&p, CC_DFSELECT, 0, 4);
+	CHECK_EQ(cc_read(&p, CC_DF, 4), (uint32_t)vdev.host_features);
 
 	/* A bit we never offered: FEATURES_OK does not stick. */
 	driver_handshake(F_VERSION_1 | TD_FEATURE0 | (1ull << 5));
-	CHECK_EQ(cc_read(STATUS, 1) & 8, 0);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1) & 8, 0);
 	/* DRIVER_OK without FEATURES_OK does not start the device. */
-	cc_write(STATUS, 1 | 2 | 4, 1);
-	CHECK_EQ(cc_read(STATUS, 1) & 4, 0);
+	cc_write(&p, CC_STATUS, 1 | 2 | 4, 1);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1) & 4, 0);
 	CHECK_EQ(td.starts, 0);
 	/* A legacy driver (no VERSION_1) is refused too. */
 	driver_handshake(TD_FEATURE0);
-	CHECK_EQ(cc_read(STATUS, 1) & 8, 0);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1) & 8, 0);
 	/* An offered set is accepted and reads back. */
 	driver_handshake(F_VERSION_1 | TD_FEATURE0 | F_RING_PACKED);
-	CHECK_EQ(cc_read(STATUS, 1), 1 | 2 | 8);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1), 1 | 2 | 8);
 	CHECK_EQ(vdev.guest_features, F_VERSION_1 | TD_FEATURE0 | F_RING_PACKED);
-	cc_write(GFSEL, 1, 4);
-	CHECK_EQ(cc_read(GF, 4), (F_VERSION_1 | F_RING_PACKED) >> 32);
+	cc_write(&p, CC_GFSELECT, 1, 4);
+	CHECK_EQ(cc_read(&p, CC_GF, 4), (F_VERSION_1 | F_RING_PACKED) >> 32);
 	/* Features are frozen after FEATURES_OK. */
-	cc_write(GF, 0, 4);
-	CHECK_EQ(cc_read(GF, 4), (F_VERSION_1 | F_RING_PACKED) >> 32);
+	cc_write(&p, CC_GF, 0, 4);
+	CHECK_EQ(cc_read(&p, CC_GF, 4), (F_VERSION_1 | F_RING_PACKED) >> 32);
 	/* Clearing status bits without reset is ignored. */
-	cc_write(STATUS, 1, 1);
-	CHECK_EQ(cc_read(STATUS, 1), 1 | 2 | 8);
+	cc_write(&p, CC_STATUS, 1, 1);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1), 1 | 2 | 8);
 	/* Device config, little-endian, bounded. */
 	CHECK_EQ(mmio_read(p.device, 8), 0x0807060504030201ull);
 	CHECK_EQ(mmio_read(p.device + 4, 2), 0x0605);
@@ -413,7 +346,7 @@ static void test_features(void)
 	mmio_write(p.device + 7, 0xaabb, 2);	/* crosses the end: dropped */
 	CHECK_EQ(td.config_writes, 1);
 	CHECK_EQ(mmio_read(p.device + 8, 4), 0);
-	CHECK_EQ(cc_read(CFG_GEN, 1), 0);
+	CHECK_EQ(cc_read(&p, CC_CFG_GEN, 1), 0);
 }
 
 /* Guest RAM layout for the rings. */
@@ -422,64 +355,68 @@ static void test_features(void)
 #define DEVICE_GPA 0x30000
 #define BUF_GPA 0x40000
 
+/*
+ * vpci_queue_setup()'s writes, but queue_driver in one 8-byte access:
+ * the device must take both widths the spec allows (4.1.3.1).
+ */
 static void queue_setup(unsigned q, unsigned size, uint64_t desc, uint64_t drv,
 			uint64_t dev, unsigned vector)
 {
-	cc_write(Q_SELECT, q, 2);
-	cc_write(Q_SIZE, size, 2);
-	cc_write(Q_VECTOR, vector, 2);
-	cc_write(Q_DESC, (uint32_t)desc, 4);
-	cc_write(Q_DESC + 4, desc >> 32, 4);
-	cc_write(Q_DRIVER, drv, 8);
-	cc_write(Q_DEVICE, (uint32_t)dev, 4);
-	cc_write(Q_DEVICE + 4, dev >> 32, 4);
+	cc_write(&p, CC_Q_SELECT, q, 2);
+	cc_write(&p, CC_Q_SIZE, size, 2);
+	cc_write(&p, CC_Q_VECTOR, vector, 2);
+	cc_write(&p, CC_Q_DESC, (uint32_t)desc, 4);
+	cc_write(&p, CC_Q_DESC + 4, desc >> 32, 4);
+	cc_write(&p, CC_Q_DRIVER, drv, 8);
+	cc_write(&p, CC_Q_DEVICE, (uint32_t)dev, 4);
+	cc_write(&p, CC_Q_DEVICE + 4, dev >> 32, 4);
 }
 
 static void test_packed_queue_and_kick(void)
 {
-	cc_write(Q_SELECT, 0, 2);
-	CHECK_EQ(cc_read(Q_SIZE, 2), 256);
-	CHECK_EQ(cc_read(Q_VECTOR, 2), 0xffff);
-	CHECK_EQ(cc_read(Q_ENABLE, 2), 0);
-	cc_write(Q_SIZE, 512, 2);		/* grow: refused */
-	CHECK_EQ(cc_read(Q_SIZE, 2), 256);
-	cc_write(Q_SIZE, 0, 2);
-	CHECK_EQ(cc_read(Q_SIZE, 2), 256);
-	cc_write(Q_SIZE, 100, 2);		/* packed: any size */
-	CHECK_EQ(cc_read(Q_SIZE, 2), 100);
-	cc_write(Q_VECTOR, 3, 2);		/* beyond the table */
-	CHECK_EQ(cc_read(Q_VECTOR, 2), 0xffff);
-	cc_write(MSIX_CONFIG, 0, 2);
-	CHECK_EQ(cc_read(MSIX_CONFIG, 2), 0);
+	cc_write(&p, CC_Q_SELECT, 0, 2);
+	CHECK_EQ(cc_read(&p, CC_Q_SIZE, 2), 256);
+	CHECK_EQ(cc_read(&p, CC_Q_VECTOR, 2), 0xffff);
+	CHECK_EQ(cc_read(&p, CC_Q_ENABLE, 2), 0);
+	cc_write(&p, CC_Q_SIZE, 512, 2);		/* grow: refused */
+	CHECK_EQ(cc_read(&p, CC_Q_SIZE, 2), 256);
+	cc_write(&p, CC_Q_SIZE, 0, 2);
+	CHECK_EQ(cc_read(&p, CC_Q_SIZE, 2), 256);
+	cc_write(&p, CC_Q_SIZE, 100, 2);		/* packed: any size */
+	CHECK_EQ(cc_read(&p, CC_Q_SIZE, 2), 100);
+	cc_write(&p, CC_Q_VECTOR, 3, 2);		/* beyond the table */
+	CHECK_EQ(cc_read(&p, CC_Q_VECTOR, 2), 0xffff);
+	cc_write(&p, CC_MSIX_CONFIG, 0, 2);
+	CHECK_EQ(cc_read(&p, CC_MSIX_CONFIG, 2), 0);
 
 	queue_setup(0, 100, DESC_GPA, DRIVER_GPA, DEVICE_GPA, 1);
-	CHECK_EQ(cc_read(Q_VECTOR, 2), 1);
-	CHECK_EQ(cc_read(Q_DESC, 8), DESC_GPA);
-	CHECK_EQ(cc_read(Q_DRIVER + 4, 4), 0);
-	CHECK_EQ(cc_read(Q_DRIVER, 4), DRIVER_GPA);
-	CHECK_EQ(cc_read(Q_NOTIFY_OFF, 2), 0);
-	cc_write(Q_ENABLE, 1, 2);
-	CHECK_EQ(cc_read(Q_ENABLE, 2), 1);
+	CHECK_EQ(cc_read(&p, CC_Q_VECTOR, 2), 1);
+	CHECK_EQ(cc_read(&p, CC_Q_DESC, 8), DESC_GPA);
+	CHECK_EQ(cc_read(&p, CC_Q_DRIVER + 4, 4), 0);
+	CHECK_EQ(cc_read(&p, CC_Q_DRIVER, 4), DRIVER_GPA);
+	CHECK_EQ(cc_read(&p, CC_Q_NOTIFY_OFF, 2), 0);
+	cc_write(&p, CC_Q_ENABLE, 1, 2);
+	CHECK_EQ(cc_read(&p, CC_Q_ENABLE, 2), 1);
 	CHECK(vdev.queues[0].vq.packed);
 	/* A live queue's layout is frozen. */
-	cc_write(Q_SIZE, 64, 2);
-	cc_write(Q_DESC, 0x50000, 4);
-	CHECK_EQ(cc_read(Q_SIZE, 2), 100);
-	CHECK_EQ(cc_read(Q_DESC, 4), DESC_GPA);
+	cc_write(&p, CC_Q_SIZE, 64, 2);
+	cc_write(&p, CC_Q_DESC, 0x50000, 4);
+	CHECK_EQ(cc_read(&p, CC_Q_SIZE, 2), 100);
+	CHECK_EQ(cc_read(&p, CC_Q_DESC, 4), DESC_GPA);
 
 	queue_setup(1, 8, DESC_GPA + 0x2000, DRIVER_GPA + 0x100, DEVICE_GPA + 0x100, 2);
-	CHECK_EQ(cc_read(Q_NOTIFY_OFF, 2), 1);
-	cc_write(Q_ENABLE, 1, 2);
+	CHECK_EQ(cc_read(&p, CC_Q_NOTIFY_OFF, 2), 1);
+	cc_write(&p, CC_Q_ENABLE, 1, 2);
 	/* An unknown queue reads as absent. */
-	cc_write(Q_SELECT, 9, 2);
-	CHECK_EQ(cc_read(Q_SIZE, 2), 0);
-	cc_write(Q_ENABLE, 1, 2);
-	CHECK_EQ(cc_read(Q_ENABLE, 2), 0);
+	cc_write(&p, CC_Q_SELECT, 9, 2);
+	CHECK_EQ(cc_read(&p, CC_Q_SIZE, 2), 0);
+	cc_write(&p, CC_Q_ENABLE, 1, 2);
+	CHECK_EQ(cc_read(&p, CC_Q_ENABLE, 2), 0);
 
 	unsigned before = b.ioeventfd_calls;
 
-	cc_write(STATUS, 1 | 2 | 8 | 4, 1);
-	CHECK_EQ(cc_read(STATUS, 1), 1 | 2 | 8 | 4);
+	cc_write(&p, CC_STATUS, 1 | 2 | 8 | 4, 1);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1), 1 | 2 | 8 | 4);
 	CHECK_EQ(td.starts, 1);
 	/* Both doorbells offered to the accelerator, 2 bytes wide. */
 	CHECK_EQ(b.ioeventfd_calls - before, 2);
@@ -528,34 +465,34 @@ static void test_msix_delivery(void)
 	CHECK_EQ(mmio_read(p.msix_pba, 8), 0);
 
 	/* Function mask: the same through the control register. */
-	cfg_write(&b, p.devfn, p.msix_cap + 2, 0xc000, 2);
+	vpci_msix_ctrl(&p, MSIX_ENABLE | MSIX_MASKALL);
 	notify_queue0();
 	CHECK(!fd_fired(efd));
 	CHECK_EQ(mmio_read(p.msix_pba, 4), 1u << 1);
-	cfg_write(&b, p.devfn, p.msix_cap + 2, 0x8000, 2);
+	vpci_msix_ctrl(&p, MSIX_ENABLE);
 	CHECK(fd_fired(efd));
 	CHECK_EQ(mmio_read(p.msix_pba, 4), 0);
 
 	/* Retargeting a live vector updates its route. */
 	unsigned sets = b.route_sets;
 
-	mmio_write(p.msix_table + 16 * 1 + 0, MSI_ADDR | 0x1000, 4);
+	mmio_write(p.msix_table + MSIX_ENTRY * 1, MSI_ADDR | 0x1000, 4);
 	CHECK_EQ(b.route_sets, sets + 1);
 	CHECK(r1 && r1->addr == (MSI_ADDR | 0x1000));
 	/* Masked rewrite: the route follows on unmask. */
 	msix_mask(1, true);
-	mmio_write(p.msix_table + 16 * 1 + 8, msi_data(1) + 0x100, 4);
+	mmio_write(p.msix_table + MSIX_ENTRY * 1 + MSIX_E_DATA, msi_data(1) + 0x100, 4);
 	CHECK(r1 && r1->data == msi_data(1));
 	msix_mask(1, false);
 	CHECK(r1 && r1->data == msi_data(1) + 0x100);
-	mmio_write(p.msix_table + 16 * 1 + 8, msi_data(1), 4);
+	mmio_write(p.msix_table + MSIX_ENTRY * 1 + MSIX_E_DATA, msi_data(1), 4);
 	CHECK(r1 && r1->data == msi_data(1));
 
 	/* MSI-X disabled: nothing is sent (brisk has no INTx). */
-	cfg_write(&b, p.devfn, p.msix_cap + 2, 0, 2);
+	vpci_msix_ctrl(&p, 0);
 	notify_queue0();
 	CHECK(!fd_fired(efd));
-	cfg_write(&b, p.devfn, p.msix_cap + 2, 0x8000, 2);
+	vpci_msix_ctrl(&p, MSIX_ENABLE);
 	CHECK(!fd_fired(efd));
 }
 
@@ -564,22 +501,22 @@ static void test_reset(void)
 	unsigned resets = td.resets;
 
 	mmio_write(p.notify, 0, 2);	/* a stale kick */
-	cc_write(STATUS, 0, 1);
+	cc_write(&p, CC_STATUS, 0, 1);
 	CHECK_EQ(td.resets, resets + 1);
-	CHECK_EQ(cc_read(STATUS, 1), 0);
-	CHECK_EQ(cc_read(MSIX_CONFIG, 2), 0xffff);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1), 0);
+	CHECK_EQ(cc_read(&p, CC_MSIX_CONFIG, 2), 0xffff);
 	CHECK_EQ(vdev.guest_features, 0);
-	cc_write(GFSEL, 1, 4);
-	CHECK_EQ(cc_read(GF, 4), 0);
-	CHECK_EQ(cc_read(GFSEL, 4), 1);
-	cc_write(GFSEL, 0, 4);
+	cc_write(&p, CC_GFSELECT, 1, 4);
+	CHECK_EQ(cc_read(&p, CC_GF, 4), 0);
+	CHECK_EQ(cc_read(&p, CC_GFSELECT, 4), 1);
+	cc_write(&p, CC_GFSELECT, 0, 4);
 	for (unsigned q = 0; q < 2; q++) {
-		cc_write(Q_SELECT, q, 2);
-		CHECK_EQ(cc_read(Q_ENABLE, 2), 0);
-		CHECK_EQ(cc_read(Q_SIZE, 2), 256);
-		CHECK_EQ(cc_read(Q_VECTOR, 2), 0xffff);
-		CHECK_EQ(cc_read(Q_DESC, 8), 0);
-		CHECK_EQ(cc_read(Q_DEVICE, 8), 0);
+		cc_write(&p, CC_Q_SELECT, q, 2);
+		CHECK_EQ(cc_read(&p, CC_Q_ENABLE, 2), 0);
+		CHECK_EQ(cc_read(&p, CC_Q_SIZE, 2), 256);
+		CHECK_EQ(cc_read(&p, CC_Q_VECTOR, 2), 0xffff);
+		CHECK_EQ(cc_read(&p, CC_Q_DESC, 8), 0);
+		CHECK_EQ(cc_read(&p, CC_Q_DEVICE, 8), 0);
 		CHECK(!fd_fired(vdev.queues[q].kick_fd));
 	}
 }
@@ -588,15 +525,15 @@ static void test_reset(void)
 static void test_split_roundtrip(void)
 {
 	driver_handshake(F_VERSION_1);
-	CHECK_EQ(cc_read(STATUS, 1) & 8, 8);
-	cc_write(MSIX_CONFIG, 0, 2);
-	cc_write(Q_SELECT, 0, 2);
-	cc_write(Q_SIZE, 100, 2);		/* split: power of two only */
-	CHECK_EQ(cc_read(Q_SIZE, 2), 256);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1) & 8, 8);
+	cc_write(&p, CC_MSIX_CONFIG, 0, 2);
+	cc_write(&p, CC_Q_SELECT, 0, 2);
+	cc_write(&p, CC_Q_SIZE, 100, 2);		/* split: power of two only */
+	CHECK_EQ(cc_read(&p, CC_Q_SIZE, 2), 256);
 	queue_setup(0, 16, DESC_GPA, DRIVER_GPA, DEVICE_GPA, 1);
-	CHECK_EQ(cc_read(Q_SIZE, 2), 16);
-	cc_write(Q_ENABLE, 1, 2);
-	CHECK_EQ(cc_read(Q_ENABLE, 2), 1);
+	CHECK_EQ(cc_read(&p, CC_Q_SIZE, 2), 16);
+	cc_write(&p, CC_Q_ENABLE, 1, 2);
+	CHECK_EQ(cc_read(&p, CC_Q_ENABLE, 2), 1);
 	CHECK(!vdev.queues[0].vq.packed);
 
 	/* One device-writable 64-byte buffer in descriptor 0. */
@@ -614,8 +551,8 @@ static void test_split_roundtrip(void)
 	memcpy(b.ram + DRIVER_GPA + 4, &head, 2);	/* ring[0] */
 	memcpy(b.ram + DRIVER_GPA + 2, &idx, 2);	/* avail idx */
 
-	cc_write(STATUS, 1 | 2 | 8 | 4, 1);
-	CHECK_EQ(cc_read(STATUS, 1), 0xf);
+	cc_write(&p, CC_STATUS, 1 | 2 | 8 | 4, 1);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1), 0xf);
 	mmio_write(p.notify, 0, 2);
 	CHECK(fd_fired(vdev.queues[0].kick_fd));
 
@@ -651,43 +588,44 @@ static void test_split_roundtrip(void)
 
 static void test_bar_move(void)
 {
-	uint64_t old = p.bar_addr[4];
+	uint64_t old = bars.addr[4];
 	uint64_t new = BOARD_PCI_BASE + 0x08000000;	/* 16K aligned, free */
+	uint64_t nq = p.common - old + CC_NUM_QUEUES;	/* from the BAR's start */
 	unsigned bar = 0x20;
 
-	CHECK_EQ(mmio_read(old + 0x12, 2), 2);
+	CHECK_EQ(mmio_read(old + nq, 2), 2);
 	uint16_t cmd = cfg_read(&b, p.devfn, 0x04, 2);
 
 	cfg_write(&b, p.devfn, 0x04, cmd & ~2, 2);
-	CHECK_EQ(mmio_read(old + 0x12, 2), 0xffff);	/* decoding off */
+	CHECK_EQ(mmio_read(old + nq, 2), 0xffff);	/* decoding off */
 	cfg_write(&b, p.devfn, bar, (uint32_t)new | 0xc, 4);
 	cfg_write(&b, p.devfn, bar + 4, new >> 32, 4);
 	cfg_write(&b, p.devfn, 0x04, cmd, 2);
 	CHECK_EQ(cfg_read(&b, p.devfn, bar, 4), (uint32_t)new | 0xc);
-	CHECK_EQ(mmio_read(old + 0x12, 2), 0xffff);
-	CHECK_EQ(mmio_read(new + 0x12, 2), 2);
+	CHECK_EQ(mmio_read(old + nq, 2), 0xffff);
+	CHECK_EQ(mmio_read(new + nq, 2), 2);
 	/* The doorbell followed. */
-	mmio_write(new + 0x3000, 0, 2);
+	mmio_write(new + (p.notify - old), 0, 2);
 	CHECK(fd_fired(vdev.queues[0].kick_fd));
 	/* Moved with decoding on, too; onto the MSI-X BAR it decodes nothing. */
-	cfg_write(&b, p.devfn, bar, (uint32_t)p.bar_addr[1] | 0xc, 4);
-	CHECK_EQ(mmio_read(new + 0x12, 2), 0xffff);
-	CHECK_EQ(mmio_read(p.msix_table + 8, 4), msi_data(0));
+	cfg_write(&b, p.devfn, bar, (uint32_t)bars.addr[1] | 0xc, 4);
+	CHECK_EQ(mmio_read(new + nq, 2), 0xffff);
+	CHECK_EQ(mmio_read(p.msix_table + MSIX_E_DATA, 4), msi_data(0));
 	cfg_write(&b, p.devfn, bar, (uint32_t)old | 0xc, 4);
-	CHECK_EQ(mmio_read(old + 0x12, 2), 2);
-	p.bar_addr[4] = old;
+	CHECK_EQ(mmio_read(old + nq, 2), 2);
+	bars.addr[4] = old;
 }
 
 static void test_virtio_error(void)
 {
 	struct board_route *r0 = route_by_data(&b, msi_data(0));
 
-	CHECK_EQ(cc_read(STATUS, 1), 0xf);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1), 0xf);
 	CHECK(r0 && !fd_fired(r0->efd));
 	pthread_mutex_lock(&vdev.lock);
 	virtio_error(&vdev, "test: bad request %d", 1);
 	pthread_mutex_unlock(&vdev.lock);
-	CHECK_EQ(cc_read(STATUS, 1), 0x4f);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1), 0x4f);
 	CHECK(r0 && fd_fired(r0->efd));
 	CHECK_EQ(mmio_read(p.isr, 1) & 2, 2);
 	/* Once: a second error sends nothing more. */
@@ -696,8 +634,8 @@ static void test_virtio_error(void)
 	pthread_mutex_unlock(&vdev.lock);
 	CHECK(r0 && !fd_fired(r0->efd));
 	/* The driver cannot clear NEEDS_RESET; broken devices send no queue interrupts. */
-	cc_write(STATUS, 0xf, 1);
-	CHECK_EQ(cc_read(STATUS, 1), 0x4f);
+	cc_write(&p, CC_STATUS, 0xf, 1);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1), 0x4f);
 	struct board_route *r1 = route_by_data(&b, msi_data(1));
 
 	pthread_mutex_lock(&vdev.lock);
@@ -705,60 +643,61 @@ static void test_virtio_error(void)
 	pthread_mutex_unlock(&vdev.lock);
 	CHECK(r1 && !fd_fired(r1->efd));
 	/* Reset clears it. */
-	cc_write(STATUS, 0, 1);
-	CHECK_EQ(cc_read(STATUS, 1), 0);
+	cc_write(&p, CC_STATUS, 0, 1);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1), 0);
 	CHECK(!vdev.broken);
 
 	/* A queue pointing outside guest RAM: NEEDS_RESET, not a crash. */
 	driver_handshake(F_VERSION_1);
-	cc_write(MSIX_CONFIG, 0, 2);
+	cc_write(&p, CC_MSIX_CONFIG, 0, 2);
 	queue_setup(1, 8, 0x7fff0000, DRIVER_GPA, DEVICE_GPA, 2);
-	cc_write(Q_ENABLE, 1, 2);
-	CHECK_EQ(cc_read(Q_ENABLE, 2), 0);
-	CHECK_EQ(cc_read(STATUS, 1) & 0x40, 0x40);
+	cc_write(&p, CC_Q_ENABLE, 1, 2);
+	CHECK_EQ(cc_read(&p, CC_Q_ENABLE, 2), 0);
+	CHECK_EQ(cc_read(&p, CC_STATUS, 1) & 0x40, 0x40);
 	CHECK(r0 && fd_fired(r0->efd));
 	/* Queue set up before FEATURES_OK is refused the same way. */
-	cc_write(STATUS, 0, 1);
-	cc_write(STATUS, 1 | 2, 1);
+	cc_write(&p, CC_STATUS, 0, 1);
+	cc_write(&p, CC_STATUS, 1 | 2, 1);
 	queue_setup(0, 8, DESC_GPA, DRIVER_GPA, DEVICE_GPA, 1);
-	cc_write(Q_ENABLE, 1, 2);
-	CHECK_EQ(cc_read(Q_ENABLE, 2), 0);
-	cc_write(STATUS, 0, 1);
+	cc_write(&p, CC_Q_ENABLE, 1, 2);
+	CHECK_EQ(cc_read(&p, CC_Q_ENABLE, 2), 0);
+	cc_write(&p, CC_STATUS, 0, 1);
 	(void)mmio_read(p.isr, 1);
 }
 
 /* The config-space window into BAR 4 (VIRTIO_PCI_CAP_PCI_CFG). */
 static void pci_cfg_window(unsigned bar, uint32_t off, uint32_t len)
 {
-	cfg_write(&b, p.devfn, p.pci_cfg + 4, bar, 1);
-	cfg_write(&b, p.devfn, p.pci_cfg + 8, off, 4);
-	cfg_write(&b, p.devfn, p.pci_cfg + 12, len, 4);
+	cfg_write(&b, p.devfn, p.pci_cfg + VCAP_BAR, bar, 1);
+	cfg_write(&b, p.devfn, p.pci_cfg + VCAP_OFFSET, off, 4);
+	cfg_write(&b, p.devfn, p.pci_cfg + VCAP_LENGTH, len, 4);
 }
 
 static void test_pci_cfg(void)
 {
-	unsigned data = p.pci_cfg + 16;
+	unsigned data = p.pci_cfg + VCAP_PCI_CFG_DATA;
+	uint32_t cc = p.common - bars.addr[4];	/* in BAR 4, as the window counts */
 
-	pci_cfg_window(4, 0x12, 2);	/* num_queues */
+	pci_cfg_window(4, cc + CC_NUM_QUEUES, 2);
 	CHECK_EQ(cfg_read(&b, p.devfn, data, 2), 2);
-	pci_cfg_window(4, 0x16, 2);	/* queue_select */
+	pci_cfg_window(4, cc + CC_Q_SELECT, 2);
 	cfg_write(&b, p.devfn, data, 1, 4);
-	CHECK_EQ(cc_read(Q_SELECT, 2), 1);
-	pci_cfg_window(4, 0x2000, 4);	/* device config */
+	CHECK_EQ(cc_read(&p, CC_Q_SELECT, 2), 1);
+	pci_cfg_window(4, p.device - bars.addr[4], 4);
 	CHECK_EQ(cfg_read(&b, p.devfn, data, 4), 0x04030201);
 	/* Bad bar, length, alignment or range: reads 0, writes go nowhere. */
-	pci_cfg_window(1, 0x12, 2);
+	pci_cfg_window(1, cc + CC_NUM_QUEUES, 2);
 	CHECK_EQ(cfg_read(&b, p.devfn, data, 4), 0);
-	pci_cfg_window(4, 0x12, 3);
+	pci_cfg_window(4, cc + CC_NUM_QUEUES, 3);
 	CHECK_EQ(cfg_read(&b, p.devfn, data, 4), 0);
-	pci_cfg_window(4, 0x13, 2);
+	pci_cfg_window(4, cc + CC_NUM_QUEUES + 1, 2);
 	CHECK_EQ(cfg_read(&b, p.devfn, data, 4), 0);
 	pci_cfg_window(4, 0x3ffe, 4);
 	CHECK_EQ(cfg_read(&b, p.devfn, data, 4), 0);
 	pci_cfg_window(4, 0xfffffffc, 4);
 	cfg_write(&b, p.devfn, data, 0, 4);
-	CHECK_EQ(cc_read(Q_SELECT, 2), 1);
-	cc_write(Q_SELECT, 0, 2);
+	CHECK_EQ(cc_read(&p, CC_Q_SELECT, 2), 1);
+	cc_write(&p, CC_Q_SELECT, 0, 2);
 }
 
 /*
@@ -801,8 +740,8 @@ static void test_threads(void)
 
 	driver_handshake(F_VERSION_1);
 	queue_setup(0, 16, DESC_GPA, DRIVER_GPA, DEVICE_GPA, 1);
-	cc_write(Q_ENABLE, 1, 2);
-	cc_write(STATUS, 0xf, 1);
+	cc_write(&p, CC_Q_ENABLE, 1, 2);
+	cc_write(&p, CC_STATUS, 0xf, 1);
 	__atomic_store_n(&stress_stop, false, __ATOMIC_RELAXED);
 	pthread_create(&n, NULL, stress_notifier, NULL);
 	pthread_create(&d, NULL, stress_decoder, &cmd);
@@ -810,7 +749,7 @@ static void test_threads(void)
 		msix_mask(1, true);
 		(void)mmio_read(p.msix_pba, 8);
 		msix_mask(1, false);
-		(void)mmio_read(p.common + NUM_QUEUES, 2);
+		(void)cc_read(&p, CC_NUM_QUEUES, 2);
 	}
 	pthread_join(d, NULL);
 	__atomic_store_n(&stress_stop, true, __ATOMIC_RELAXED);
@@ -820,8 +759,8 @@ static void test_threads(void)
 	CHECK_EQ(mmio_read(p.msix_pba, 8), 0);
 	CHECK(r1 && fd_fired(r1->efd));
 	CHECK(r1 && !fd_fired(r1->efd));
-	CHECK_EQ(cc_read(NUM_QUEUES, 2), 2);
-	cc_write(STATUS, 0, 1);
+	CHECK_EQ(cc_read(&p, CC_NUM_QUEUES, 2), 2);
+	cc_write(&p, CC_STATUS, 0, 1);
 	(void)mmio_read(p.isr, 1);
 }
 
@@ -841,13 +780,13 @@ static void test_garbage(void)
 			cfg_write(&b, p.devfn, (s >> 8) & 0xff, val, size > 4 ? 4 : size);
 			break;
 		case 1:
-			mmio_write(p.bar_addr[4] + ((s >> 8) & 0x3fff), val, size);
+			mmio_write(bars.addr[4] + ((s >> 8) & 0x3fff), val, size);
 			break;
 		case 2:
 			mmio_write(p.msix_table + ((s >> 8) & 0xfff), val, size);
 			break;
 		default:
-			(void)mmio_read(p.bar_addr[4] + ((s >> 8) & 0x3fff), size);
+			(void)mmio_read(bars.addr[4] + ((s >> 8) & 0x3fff), size);
 			break;
 		}
 	}
@@ -898,7 +837,7 @@ int main(void)
 	virtio_pci_free(vp);
 	/* Unplugged: the slot is empty and the BAR gone. */
 	CHECK_EQ(cfg_read(&b, 1 << 3, 0x00, 2), 0xffff);
-	CHECK_EQ(mmio_read(p.bar_addr[4] + 0x12, 2), 0xffff);
+	CHECK_EQ(cc_read(&p, CC_NUM_QUEUES, 2), 0xffff);
 	virtio_device_destroy(&vdev);
 	board_destroy(&b);
 

@@ -68,9 +68,6 @@
 #define CFG_WCE 32
 #define CFG_NUM_QUEUES 34
 #define CFG_LEN 60
-#define STATUS_NEEDS_RESET 0x40
-/* Common config registers (VIRTIO 1.2 4.1.4.3). */
-#define CC_STATUS 0x14
 
 /* ---- a fake back-end ---- */
 
@@ -481,17 +478,12 @@ static struct tmachine *machine_fb(struct fake_be *fb, const char *props, unsign
 
 static uint16_t cfg16(struct vdev *d, unsigned off)
 {
-	return (uint16_t)mmio_read(d->t, d->device + off, 2);
-}
-
-static void set_status(struct vdev *d, uint8_t s)
-{
-	mmio_write(d->t, d->common + CC_STATUS, s, 1);
+	return (uint16_t)mmio_read(d->t, d->pci.device + off, 2);
 }
 
 static bool status_broken(struct vdev *d)
 {
-	return vstatus(d) & STATUS_NEEDS_RESET;
+	return vstatus(d) & DS_NEEDS_RESET;
 }
 
 static bool wait_broken(struct vdev *d)
@@ -581,8 +573,8 @@ static void test_negotiation(bool packed)
 
 	CHECK(vdev_find(t, 0, &d));
 	CHECK(dev_features(&d) == want);
-	CHECK(mmio_read(t, d.device + CFG_CAPACITY, 8) == 12345);
-	CHECK(mmio_read(t, d.device + CFG_SEG_MAX, 4) == 77);
+	CHECK(mmio_read(t, d.pci.device + CFG_CAPACITY, 8) == 12345);
+	CHECK(mmio_read(t, d.pci.device + CFG_SEG_MAX, 4) == 77);
 	CHECK(cfg16(&d, CFG_NUM_QUEUES) == 2);
 
 	unsigned before = fb_nlog(&fb);
@@ -625,7 +617,7 @@ static void test_negotiation(bool packed)
 	CHECK(irq_take(&d, 1, 0) == 0);
 
 	/* Masked, the vector has no route: a call waits for the unmask. */
-	uint64_t ctrl = d.msix_table + 16 * 2 + 12;
+	uint64_t ctrl = d.pci.msix_table + MSIX_ENTRY * 2 + MSIX_E_CTRL;
 
 	mmio_write(t, ctrl, 1, 4);
 	CHECK(vector_efd(t, d.nth * 64 + 2) < 0);
@@ -634,17 +626,17 @@ static void test_negotiation(bool packed)
 	CHECK(irq_take(&d, 2, 1000) > 0);
 
 	/* The cache mode goes to the back-end; nothing else does. */
-	mmio_write(t, d.device + CFG_CAPACITY, 7, 4);
+	mmio_write(t, d.pci.device + CFG_CAPACITY, 7, 4);
 	CHECK(!fb_find(&fb, VHOST_USER_SET_CONFIG, 0, 0, &m));
-	mmio_write(t, d.device + CFG_WCE, 1, 1);
+	mmio_write(t, d.pci.device + CFG_WCE, 1, 1);
 	CHECK(fb_find(&fb, VHOST_USER_SET_CONFIG, 0, 0, &m) && m.p.config.offset == CFG_WCE &&
 	      m.p.config.size == 1 && m.p.config.data[0] == 1);
-	CHECK(mmio_read(t, d.device + CFG_WCE, 1) == 1);
-	CHECK(mmio_read(t, d.device + CFG_CAPACITY, 8) == 12345);
+	CHECK(mmio_read(t, d.pci.device + CFG_WCE, 1) == 1);
+	CHECK(mmio_read(t, d.pci.device + CFG_CAPACITY, 8) == 12345);
 
 	/* Reset: each ring disabled, then stopped with its requests done. */
 	before = fb_nlog(&fb);
-	set_status(&d, 0);
+	vpci_set_status(&d.pci, 0);
 	CHECK(vstatus(&d) == 0);
 	CHECK(fb_seq(&fb, before, at_reset));
 	CHECK(fb_find(&fb, VHOST_USER_SET_VRING_ENABLE, 2, 0, &m) && m.p.state.num == 0);
@@ -774,7 +766,7 @@ static void test_bad_reply(uint32_t nack, uint32_t garble)
 	CHECK(irq);
 	CHECK(n == 1 && strstr(line, "needs reset"));
 	/* A reset does not bring back a back-end that was cut off. */
-	set_status(&d, 0);
+	vpci_set_status(&d.pci, 0);
 	capture_begin();
 	vdev_init(&d, &q, 1, 16, ~0ull);
 	capture_end(line, sizeof(line));
@@ -809,7 +801,7 @@ static void test_hang_up(void)
 	CHECK(n == 1 && strstr(line, "closed the connection"));
 	CHECK(irq_take(&d, 0, 1000) > 0);
 	/* The guest's reset still completes, with nobody to tell. */
-	set_status(&d, 0);
+	vpci_set_status(&d.pci, 0);
 	CHECK(vstatus(&d) == 0);
 	machine_free(t);
 out:
@@ -827,7 +819,7 @@ static void *resetter_run(void *opaque)
 {
 	struct resetter *r = opaque;
 
-	set_status(r->d, 0);
+	vpci_set_status(&r->d->pci, 0);
 	__atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -1047,7 +1039,7 @@ static void test_reconnect(enum ring_past past)
 		CHECK(fb_find(&fb, VHOST_USER_SET_INFLIGHT_FD, 0, 2, &m) && m.nfds == 1);
 		CHECK(fb.ifl_given == region);
 		/* After the driver's reset nothing of it counts: a new region. */
-		set_status(&d, 0);
+		vpci_set_status(&d.pci, 0);
 		vdev_init(&d, &q, 1, 16, ~0ull);
 		CHECK(fb_find(&fb, VHOST_USER_GET_INFLIGHT_FD, 0, 2, &m));
 		CHECK(fb.ifl_made != region && fb.ifl_given == fb.ifl_made);
@@ -1101,7 +1093,7 @@ static void run_io(struct tmachine *t, unsigned nq, bool packed, const char *ser
 	uint32_t len;
 
 	CHECK(vdev_find(t, 0, &d));
-	CHECK(mmio_read(t, d.device + CFG_CAPACITY, 8) == DISK_SIZE / 512);
+	CHECK(mmio_read(t, d.pci.device + CFG_CAPACITY, 8) == DISK_SIZE / 512);
 	CHECK(cfg16(&d, CFG_NUM_QUEUES) == nq);
 	uint64_t f = vdev_init(&d, q, nq, 64, ~0ull);
 
@@ -1116,7 +1108,7 @@ static void run_io(struct tmachine *t, unsigned nq, bool packed, const char *ser
 		CHECK(!memcmp(slot_data(t, 60), serial, strlen(serial)));
 	}
 	/* Reset and start again: the back-end serves the new rings. */
-	set_status(&d, 0);
+	vpci_set_status(&d.pci, 0);
 	CHECK(vstatus(&d) == 0);
 	vdev_init(&d, q, nq, 32, ~0ull);
 	for (unsigned i = 0; i < nq; i++)
