@@ -14,6 +14,7 @@ struct blk_file {
 	uint64_t size;		/* bytes */
 	bool readonly;
 	bool direct;		/* opened O_DIRECT */
+	bool probed;		/* raw by its header: the first sector's writes are probed too */
 	bool blockdev;		/* a host block device, not a regular file */
 	/*
 	 * The host's logical block (512 to 4096): a block device's own, 512
@@ -62,10 +63,20 @@ enum {
  * Locks fd's image for perm, letting others have shared (and nothing
  * else): returns the descriptor of a new open file of the image that
  * holds the locks until it is closed, or -1 after one line naming what
- * (a conflict, or a file system that cannot lock).  writable: fd may be
- * written (a read lock needs a readable file, so either will do).
+ * (a conflict, or a file system that cannot lock).
  */
-int blk_lock_open(int fd, bool writable, const char *what, unsigned perm, unsigned shared);
+int blk_lock_open(int fd, const char *what, unsigned perm, unsigned shared);
+
+/* block/probe.c: what QEMU probes of an image, its first 512 bytes. */
+#define BLK_PROBE_LEN 512
+/* The format whose header starts buf (n bytes), or NULL: none, raw. */
+const char *blk_probe_format(const uint8_t *buf, size_t n);
+/*
+ * A WRITE of a probed file that reaches its first sector (checked by
+ * blk_req_check()): 0, or -EPERM when the sector would then carry another
+ * format's header (-EINVAL when the write is not of whole sectors from 0).
+ */
+int blk_probe_write(const struct blk_req *req);
 
 struct blk_queue_ops {
 	void (*add)(struct blk_queue *q, struct blk_req *req);

@@ -259,59 +259,32 @@ static int blk_snapshot(struct blk_file *f, int flags, bool direct, const char *
 	return blk_file_check(f, what);
 }
 
-/*
- * Headers of the image formats QEMU probes for, which a raw disk must
- * not be mistaken for (each format's own specification: magic and where
- * it sits).
- */
-static const struct {
-	const char *name;
-	unsigned off, len;
-	const char *magic;
-} image_magics[] = {
-	{ "qcow2", 0, 4, "QFI\xfb" },		/* version 1: qcow */
-	{ "qed", 0, 4, "QED\0" },
-	{ "vmdk", 0, 4, "KDMV" },		/* hosted sparse extent */
-	{ "vmdk", 0, 4, "COWD" },		/* ESX sparse extent */
-	{ "vmdk", 0, 21, "# Disk DescriptorFile" },
-	{ "vdi", 0x40, 4, "\x7f\x10\xda\xbe" },
-	{ "vhdx", 0, 8, "vhdxfile" },
-	{ "vpc", 0, 8, "conectix" },
-	{ "luks", 0, 6, "LUKS\xba\xbe" },
-};
-#define PROBE_LEN 4096u		/* a multiple of any O_DIRECT block brisk takes */
+#define PROBE_READ 4096u	/* a multiple of any O_DIRECT block brisk takes */
 
 static int blk_probe(struct blk_file *f, const char *what)
 {
+	const char *format;
 	uint8_t *buf;
 	ssize_t n;
 
-	if (posix_memalign((void **)&buf, PROBE_LEN, PROBE_LEN)) {
+	if (posix_memalign((void **)&buf, PROBE_READ, PROBE_READ)) {
 		error_report("%s: out of memory", what);
 		return -1;
 	}
-	n = pread(f->fd, buf, PROBE_LEN, 0);
+	n = pread(f->fd, buf, PROBE_READ, 0);
 	if (n < 0) {
 		error_report("%s: reading its first sector: %s", what, strerror(errno));
 		free(buf);
 		return -1;
 	}
-	for (unsigned i = 0; i < ARRAY_SIZE(image_magics); i++) {
-		const char *name = image_magics[i].name;
-
-		if ((size_t)n < image_magics[i].off + image_magics[i].len ||
-		    memcmp(buf + image_magics[i].off, image_magics[i].magic,
-			   image_magics[i].len))
-			continue;
-		/* qcow's version, big-endian at 4: 1 is the old qcow. */
-		if (i == 0 && n >= 8 && !buf[4] && !buf[5] && !buf[6] && buf[7] == 1)
-			name = "qcow";
+	format = blk_probe_format(buf, (size_t)n);
+	free(buf);
+	if (format) {
 		error_report("%s: looks like a %s image, and brisk serves raw images only "
-			     "(format=raw serves its bytes as they are)", what, name);
-		free(buf);
+			     "(format=raw serves its bytes as they are)", what, format);
 		return -1;
 	}
-	free(buf);
+	f->probed = true;
 	return 0;
 }
 
@@ -353,7 +326,7 @@ struct blk_file *blk_file_open(const struct blk_file_opts *opts)
 	if (!f->readonly)
 		perm |= BLK_PERM_WRITE;
 	if (opts->lock &&
-	    (f->lock_fd = blk_lock_open(f->fd, !f->readonly, what, perm,
+	    (f->lock_fd = blk_lock_open(f->fd, what, perm,
 					BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE_UNCHANGED)) < 0)
 		goto fail;
 	if (opts->probe && blk_probe(f, what) < 0)

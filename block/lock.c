@@ -70,7 +70,7 @@ static int conflict(int fd, const char *what, off_t byte, const char *kind,
 	return taken;
 }
 
-int blk_lock_open(int fd, bool writable, const char *what, unsigned perm, unsigned shared)
+int blk_lock_open(int fd, const char *what, unsigned perm, unsigned shared)
 {
 	unsigned unshared = ~shared & ((1u << BLK_PERM_BITS) - 1);
 	struct flock fl;
@@ -78,7 +78,8 @@ int blk_lock_open(int fd, bool writable, const char *what, unsigned perm, unsign
 	int lfd;
 
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	lfd = open(self, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK);
+	/* Read-only whatever the image's mode: a read lock needs no more. */
+	lfd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (lfd < 0)
 		goto fail;
 	for (unsigned i = 0; i < BLK_PERM_BITS; i++) {

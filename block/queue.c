@@ -132,7 +132,12 @@ int blk_req_check(const struct blk_file *f, const struct blk_req *req)
 		if (req->iovcnt < 0 || req->iovcnt > IOV_MAX ||
 		    (req->iovcnt && !req->iov) || req->len > SSIZE_MAX)
 			return -EINVAL;
-		return blk_range_ok(f, req->offset, req->len) ? 0 : -EINVAL;
+		if (!blk_range_ok(f, req->offset, req->len))
+			return -EINVAL;
+		/* As QEMU: a guest must not make its raw disk look like an image. */
+		if (unlikely(req->op == BLK_OP_WRITE && f->probed && req->offset < BLK_PROBE_LEN))
+			return blk_probe_write(req);
+		return 0;
 	case BLK_OP_FLUSH:
 		return 0;
 	case BLK_OP_DISCARD:

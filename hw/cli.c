@@ -84,29 +84,26 @@ static int add_blk(struct cli_opts *o, enum cli_blk_kind kind, const char *arg,
 }
 
 /*
- * The family that NAME (or FORM=NAME) at the head of arg names in a
- * table: 1 with *f and *rest set, 0 when arg is "help" (o->action is then
- * list), -1 after one line when the table has no such name.
+ * The head of arg, NAME or FORM=NAME, for a table of names: 0 when arg is
+ * "help" (o->action is then list), else 1 with *name, *len and *rest set.
  */
-static int table_head(const char *arg, const char *opt, const char *form,
-		      const char *noun, const void *(*find)(const char *, size_t),
-		      enum cli_action list, struct cli_opts *o,
-		      const void **f, const char **rest)
+static int table_head(const char *arg, const char *form, enum cli_action list,
+		      struct cli_opts *o, const char **name, size_t *len, const char **rest)
 {
-	size_t len;
-	const char *name = opts_head(arg, form, &len, rest);
-
 	if (!strcmp(arg, "help")) {
 		o->action = list;
 		return 0;
 	}
-	*f = find(name, len);
-	if (!*f) {
-		error_report("%s: unknown %s '%.*s' (brisk %s help lists them)", opt, noun,
-			     (int)len, name, opt);
-		return -1;
-	}
+	*name = opts_head(arg, form, len, rest);
 	return 1;
+}
+
+/* A name no table has: one line, -1. */
+static int unknown(const char *opt, const char *noun, const char *name, size_t len)
+{
+	error_report("%s: unknown %s '%.*s' (brisk %s help lists them)", opt, noun,
+		     (int)len, name, opt);
+	return -1;
 }
 
 /*
@@ -114,30 +111,16 @@ static int table_head(const char *arg, const char *opt, const char *form,
  * into board_cfg now; the others are parsed where they are made (disks
  * with their drives), in command-line order.
  */
-static const void *find_device(const char *name, size_t len)
-{
-	return device_find(name, len);
-}
-
-static const void *find_export(const char *name, size_t len)
-{
-	return export_find(name, len);
-}
-
-static const void *find_object(const char *name, size_t len)
-{
-	return object_type_find(name, len);
-}
-
 static int parse_device(const char *arg, struct cli_opts *o)
 {
 	const struct device_family *f;
-	const char *rest;
-	int r = table_head(arg, "-device", "driver", "device", find_device,
-			   CLI_DEVICE_LIST, o, (const void **)&f, &rest);
+	const char *name, *rest;
+	size_t len;
 
-	if (r <= 0)
-		return r;
+	if (!table_head(arg, "driver", CLI_DEVICE_LIST, o, &name, &len, &rest))
+		return 0;
+	if (!(f = device_find(name, len)))
+		return unknown("-device", "device", name, len);
 	if (opts_wants_help(rest)) {
 		o->action = CLI_OPT_HELP;
 		o->help = f->spec;
@@ -164,12 +147,13 @@ static int parse_device(const char *arg, struct cli_opts *o)
 static int parse_export(const char *arg, struct cli_opts *o)
 {
 	const struct device_family *f;
-	const char *rest;
-	int r = table_head(arg, "-export", "type", "type", find_export,
-			   CLI_EXPORT_LIST, o, (const void **)&f, &rest);
+	const char *name, *rest;
+	size_t len;
 
-	if (r <= 0)
-		return r;
+	if (!table_head(arg, "type", CLI_EXPORT_LIST, o, &name, &len, &rest))
+		return 0;
+	if (!(f = export_find(name, len)))
+		return unknown("-export", "type", name, len);
 	return add_blk(o, CLI_BLK_EXPORT, arg, f->spec);
 }
 
@@ -177,12 +161,13 @@ static int parse_export(const char *arg, struct cli_opts *o)
 static int parse_object(const char *arg, struct cli_opts *o)
 {
 	const struct object_type *t;
-	const char *rest;
-	int r = table_head(arg, "-object", "qom-type", "type", find_object,
-			   CLI_OBJECT_LIST, o, (const void **)&t, &rest);
+	const char *name, *rest;
+	size_t len;
 
-	if (r <= 0)
-		return r;
+	if (!table_head(arg, "qom-type", CLI_OBJECT_LIST, o, &name, &len, &rest))
+		return 0;
+	if (!(t = object_type_find(name, len)))
+		return unknown("-object", "type", name, len);
 	if (opts_wants_help(rest)) {
 		o->action = CLI_OPT_HELP;
 		o->help = t->spec;

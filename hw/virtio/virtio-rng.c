@@ -6,8 +6,9 @@
  * It runs on the main loop (m->loop), kicks and timer alike: a guest
  * takes a few bytes now and then, which is not worth an I/O thread.
  *
- * With a file as the source (-object rng-random), a buffer is popped only
- * when the file has bytes to read, so the loop never waits on it (a
+ * With a file as the source (-object rng-random), its bytes are read
+ * (without blocking) before a buffer is popped, so a buffer is taken only
+ * when there are bytes for it and the loop never waits on the file (a
  * hardware RNG may be slow): while it has none, a timer looks again
  * every VRNG_RETRY_MS and the buffers wait in the ring.
  *
@@ -21,7 +22,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdio.h>
 #include <linux/virtio_rng.h>
 #include <stdlib.h>
@@ -62,6 +62,8 @@ struct vrng {
 	int src_fd;		/* the rng-random file; -1: getrandom(2) */
 	const char *src_name;
 	int retry_fd;		/* a timerfd: look at src_fd again; -1 without one */
+	uint8_t stage[4096];	/* src_fd's bytes read ahead of a buffer; under vdev.lock */
+	size_t staged, stage_off;
 
 	/* under vdev.lock */
 	bool serving;		/* DRIVER_OK, queue enabled */
@@ -75,19 +77,8 @@ static bool vrng_limited(const struct vrng *r)
 	return r->timer_fd >= 0;
 }
 
-/* One read from the source into buf: getrandom(2) or the file. */
-static ssize_t vrng_read(const struct vrng *r, void *buf, size_t len)
-{
-	return r->src_fd < 0 ? getrandom(buf, len, 0) : read(r->src_fd, buf, len);
-}
-
-/*
- * The source into the buffers, up to max bytes; -1 with errno if it
- * fails.  A file may have fewer bytes ready than asked for: the buffer
- * gets what it had (at least one byte, as vrng_source_ready() saw).
- */
-static ssize_t vrng_fill(const struct vrng *r, const struct iovec *iov, unsigned n,
-			 size_t max)
+/* getrandom(2) into the buffers, up to max bytes; -1 with errno if it fails. */
+static ssize_t vrng_fill(const struct iovec *iov, unsigned n, size_t max)
 {
 	size_t done = 0;
 
@@ -95,14 +86,12 @@ static ssize_t vrng_fill(const struct vrng *r, const struct iovec *iov, unsigned
 		size_t len = iov[i].iov_len < max - done ? iov[i].iov_len : max - done;
 
 		for (size_t got = 0; got < len;) {
-			ssize_t ret = vrng_read(r, (uint8_t *)iov[i].iov_base + got, len - got);
+			ssize_t ret = getrandom((uint8_t *)iov[i].iov_base + got, len - got, 0);
 
 			if (ret < 0 && errno == EINTR)
 				continue;
-			if (ret < 0 && errno == EAGAIN && r->src_fd >= 0)
-				return (ssize_t)(done + got);
 			if (ret <= 0) {
-				errno = ret ? errno : ENODATA;	/* a file that ended */
+				errno = ret ? errno : EIO;
 				return -1;
 			}
 			got += (size_t)ret;
@@ -112,20 +101,55 @@ static ssize_t vrng_fill(const struct vrng *r, const struct iovec *iov, unsigned
 	return (ssize_t)done;
 }
 
-/*
- * Whether the source has bytes now; if not, the retry timer is armed
- * (once) to look again.  getrandom(2) always has.
- */
-static bool vrng_source_ready(struct vrng *r)
+/* A file source's staged bytes into the buffers, up to max of them. */
+static size_t vrng_fill_staged(struct vrng *r, const struct iovec *iov, unsigned n, size_t max)
 {
-	struct pollfd p = { .fd = r->src_fd, .events = POLLIN };
-	struct itimerspec its = { .it_value = { .tv_nsec = VRNG_RETRY_MS * 1000000l } };
+	size_t done = 0;
 
-	if (r->src_fd < 0 || poll(&p, 1, 0) != 0)
-		return true;	/* an error shows at the read */
-	if (!r->retry_armed && timerfd_settime(r->retry_fd, 0, &its, NULL) == 0)
-		r->retry_armed = true;
-	return false;
+	for (unsigned i = 0; i < n && done < max && r->staged; i++) {
+		size_t len = iov[i].iov_len < max - done ? iov[i].iov_len : max - done;
+
+		if (len > r->staged)
+			len = r->staged;
+		memcpy(iov[i].iov_base, r->stage + r->stage_off, len);
+		r->stage_off += len;
+		r->staged -= len;
+		done += len;
+	}
+	return done;
+}
+
+/*
+ * A file source is read before a buffer is popped, so that a buffer is
+ * taken only when there are bytes for it: whether a poll says so is no
+ * guide (/dev/hwrng always says readable, then has nothing).  1 when
+ * bytes are staged (always, for getrandom(2)); 0 when the file has none
+ * now, the retry timer armed to look again; -1 with errno on an error
+ * or the file's end (ENODATA).
+ */
+static int vrng_stage(struct vrng *r)
+{
+	struct itimerspec its = { .it_value = { .tv_nsec = VRNG_RETRY_MS * 1000000l } };
+	ssize_t n;
+
+	if (r->src_fd < 0 || r->staged)
+		return 1;
+	do
+		n = read(r->src_fd, r->stage, sizeof(r->stage));
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		r->staged = (size_t)n;
+		r->stage_off = 0;
+		return 1;
+	}
+	if (n < 0 && errno == EAGAIN) {
+		if (!r->retry_armed && timerfd_settime(r->retry_fd, 0, &its, NULL) == 0)
+			r->retry_armed = true;
+		return 0;
+	}
+	if (n == 0)
+		errno = ENODATA;
+	return -1;
 }
 
 /* The period starts with its first bytes, as QEMU's does. */
@@ -159,10 +183,18 @@ static void vrng_serve_locked(struct vrng *r)
 	struct virtqueue *vq = &vdev->queues[0].vq;
 	unsigned n = 0;
 
-	while (r->serving && !vdev->broken && r->quota && vrng_source_ready(r)) {
+	while (r->serving && !vdev->broken && r->quota && virtqueue_has_work(vq)) {
 		struct vq_elem *e;
-		int ret = virtqueue_pop(vq, sizeof(*e), &e);
+		int ret = vrng_stage(r);
 
+		if (ret < 0) {
+			virtio_error(vdev, "virtio-rng: %s: %s", r->src_name,
+				     errno == ENODATA ? "end of file" : strerror(errno));
+			break;
+		}
+		if (ret == 0)
+			break;
+		ret = virtqueue_pop(vq, sizeof(*e), &e);
 		if (ret == 0)
 			break;
 		if (ret < 0) {
@@ -176,7 +208,8 @@ static void vrng_serve_locked(struct vrng *r)
 			break;
 		}
 		size_t max = r->quota < VRNG_CHAIN_MAX ? r->quota : VRNG_CHAIN_MAX;
-		ssize_t len = vrng_fill(r, e->in_sg, e->in_num, max);
+		ssize_t len = r->src_fd < 0 ? vrng_fill(e->in_sg, e->in_num, max) :
+			      (ssize_t)vrng_fill_staged(r, e->in_sg, e->in_num, max);
 
 		/*
 		 * The host's entropy failing is no state to serve empty buffers
@@ -184,8 +217,7 @@ static void vrng_serve_locked(struct vrng *r)
 		 */
 		if (len < 0) {
 			free(e);
-			virtio_error(vdev, "virtio-rng: %s: %s", r->src_name,
-				     errno == ENODATA ? "end of file" : strerror(errno));
+			virtio_error(vdev, "virtio-rng: %s: %s", r->src_name, strerror(errno));
 			break;
 		}
 		vrng_spend_locked(r, (size_t)len);

@@ -41,7 +41,10 @@ struct blk_file_opts {
 	/*
 	 * The format was not given: refuse a file whose first bytes are
 	 * another image format's header (qcow2, vmdk, LUKS...), which served
-	 * raw would let the guest overwrite the image's metadata.
+	 * raw would let the guest overwrite the image's metadata; and fail
+	 * (EPERM) a write that would put such a header in its first sector,
+	 * as QEMU does, lest a later open without a format follow what the
+	 * guest wrote there.
 	 */
 	bool probe;
 	enum blk_cache cache;

@@ -86,8 +86,9 @@ for how in "--backend-pid" ""; do
 	fi
 done
 
-# A back end that stops answering: the requests in flight are never answered.
-if start_backend && start_bench 1; then
+# A back end that stops answering: the requests in flight are never answered
+# (a long run, so that the bench cannot end before the back end stops).
+if start_backend && start_bench 600; then
 	kill -STOP "$bpid"
 	failed "the back end stops answering" "unanswered"
 	kill -CONT "$bpid"

@@ -908,6 +908,7 @@ static bool t_probe(void)
 		{ 0, "QFI\xfb\0\0\0\3" }, { 0, "QED" }, { 0, "KDMV" },
 		{ 0, "# Disk DescriptorFile\n" }, { 0x40, "\x7f\x10\xda\xbe" },
 		{ 0, "vhdxfile" }, { 0, "conectix" }, { 0, "LUKS\xba\xbe" },
+		{ 0, "\n# a VMDK descriptor without its usual first line\nversion=2\r\n" },
 	};
 	char p[4200];
 	struct blk_file_opts o = { .path = p, .probe = true };
@@ -937,6 +938,42 @@ static bool t_probe(void)
 		close(fd);
 	}
 	unlink(p);
+	return true;
+}
+
+/*
+ * A probed (raw by its header) image's first sector cannot be made
+ * another format's header by a write, as QEMU refuses it (EPERM); any
+ * other write there, and a header written anywhere else or into an
+ * image whose format was given, goes through.
+ */
+static bool t_probe_write(void)
+{
+	static uint8_t qcow2[512] = "QFI\xfb\0\0\0\3", text[512] = "# a comment\nversion=1\n";
+	static uint8_t zeros[512], back[512];
+	struct blk_file_opts o = { .probe = true };
+	struct env e = { 0 };
+	int64_t res;
+	int fd;
+
+	REQUIRE(make_file(e.path, sizeof(e.path), "probed-w.raw", 8192));
+	o.path = e.path;
+	e.t = iothread_new("test-io");
+	REQUIRE(e.t && (e.f = blk_file_open(&o)) && (e.q = blk_queue_new(e.f, e.t, BLK_AIO_IO_URING)));
+	REQUIRE(io1(&e, BLK_OP_WRITE, 0, qcow2, 512, &res) && res == -EPERM);
+	REQUIRE(io1(&e, BLK_OP_WRITE, 0, text, 512, &res) && res == -EPERM);
+	REQUIRE(io1(&e, BLK_OP_WRITE, 0, zeros, 512, &res) && res == 512);
+	REQUIRE(io1(&e, BLK_OP_WRITE, 512, qcow2, 512, &res) && res == 512);
+	REQUIRE((fd = open(e.path, O_RDONLY)) >= 0);
+	REQUIRE(pread(fd, back, 512, 0) == 512 && !memcmp(back, zeros, 512));
+	close(fd);
+	blk_queue_free(e.q);
+	blk_file_close(e.f);
+	/* format=raw given: the guest's bytes are its own business. */
+	o.probe = false;
+	REQUIRE((e.f = blk_file_open(&o)) && (e.q = blk_queue_new(e.f, e.t, BLK_AIO_IO_URING)));
+	REQUIRE(io1(&e, BLK_OP_WRITE, 0, qcow2, 512, &res) && res == 512);
+	env_close(&e);
 	return true;
 }
 
@@ -1715,6 +1752,7 @@ int main(int argc, char **argv)
 	report("open-rejects", t_open_rejects());
 	report("locks", t_locks());
 	report("probe", t_probe());
+	report("probe-write", t_probe_write());
 	report("snapshot", t_snapshot());
 	report("iov-advance", t_iov_advance());
 	report("fallback-to-threads", t_fallback());

@@ -152,8 +152,8 @@ static void period_end(struct rng *g)
 
 /*
  * rng-random's file: the guest gets the file's bytes, in order, each
- * once; a file that ends puts the device in NEEDS_RESET rather than
- * hand out empty buffers.
+ * once, a buffer as many as are left; a file that ends puts the device
+ * in NEEDS_RESET rather than hand out empty buffers.
  */
 static void test_file_source(void)
 {
@@ -178,8 +178,12 @@ static void test_file_source(void)
 		CHECK(id >= 0 && gq_get_used(&g.q, &len) == id && len == 32);
 		CHECK(!memcmp(slot_data(g.t, slot), bytes + 32 * slot, 32));
 	}
-	/* 36 bytes left: a 64-byte buffer meets the file's end. */
-	CHECK(offer_one(&g, 2, 64) >= 0);
+	/* 36 bytes left: a 64-byte buffer gets them, the next meets the end. */
+	id = offer_one(&g, 2, 64);
+	CHECK(id >= 0 && gq_get_used(&g.q, &len) == id && len == 36);
+	CHECK(!memcmp(slot_data(g.t, 2), bytes + 64, 36));
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	CHECK(offer_one(&g, 3, 64) >= 0);
 	CHECK(vstatus(&g.d) & NEEDS_RESET);
 	CHECK(gq_get_used(&g.q, &len) < 0);
 	rng_free(&g);
