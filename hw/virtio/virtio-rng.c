@@ -7,10 +7,10 @@
  * takes a few bytes now and then, which is not worth an I/O thread.
  *
  * With a file as the source (-object rng-random), its bytes are read
- * (without blocking) before a buffer is popped, so a buffer is taken only
- * when there are bytes for it and the loop never waits on the file (a
- * hardware RNG may be slow): while it has none, a timer looks again
- * every VRNG_RETRY_MS and the buffers wait in the ring.
+ * without blocking into a stage, and a buffer is answered only with
+ * bytes from it; while the file has none (a hardware RNG may be slow;
+ * /dev/hwrng's poll says readable regardless), the popped buffer is held,
+ * the rest wait in the ring, and a timer looks again every VRNG_RETRY_MS.
  *
  * max-bytes and period limit it as QEMU's does.  The first bytes handed
  * out start a period (a timerfd); once the period's quota is spent,
@@ -64,6 +64,7 @@ struct vrng {
 	int retry_fd;		/* a timerfd: look at src_fd again; -1 without one */
 	uint8_t stage[4096];	/* src_fd's bytes read ahead of a buffer; under vdev.lock */
 	size_t staged, stage_off;
+	struct vq_elem *held;	/* popped, waiting for the file's bytes; under vdev.lock */
 
 	/* under vdev.lock */
 	bool serving;		/* DRIVER_OK, queue enabled */
@@ -120,12 +121,9 @@ static size_t vrng_fill_staged(struct vrng *r, const struct iovec *iov, unsigned
 }
 
 /*
- * A file source is read before a buffer is popped, so that a buffer is
- * taken only when there are bytes for it: whether a poll says so is no
- * guide (/dev/hwrng always says readable, then has nothing).  1 when
- * bytes are staged (always, for getrandom(2)); 0 when the file has none
- * now, the retry timer armed to look again; -1 with errno on an error
- * or the file's end (ENODATA).
+ * Bytes for a popped buffer: 1 when some are staged (always, for
+ * getrandom(2)); 0 when the file has none now, the retry timer armed to
+ * look again; -1 with errno on an error or the file's end (ENODATA).
  */
 static int vrng_stage(struct vrng *r)
 {
@@ -183,28 +181,41 @@ static void vrng_serve_locked(struct vrng *r)
 	struct virtqueue *vq = &vdev->queues[0].vq;
 	unsigned n = 0;
 
-	while (r->serving && !vdev->broken && r->quota && virtqueue_has_work(vq)) {
-		struct vq_elem *e;
-		int ret = vrng_stage(r);
+	/*
+	 * Popping until the ring is empty (pop returns 0) is what asks the
+	 * driver for its next kick (EVENT_IDX's avail_event): the loop ends
+	 * before that only with a buffer held and the retry timer armed.
+	 */
+	while (r->serving && !vdev->broken && r->quota) {
+		struct vq_elem *e = r->held;
+		int ret;
 
+		if (!e) {
+			ret = virtqueue_pop(vq, sizeof(*e), &e);
+			if (ret == 0)
+				break;
+			if (ret < 0) {
+				virtio_error(vdev, "virtio-rng: %s",
+					     vq->error ? vq->error : "malformed ring");
+				break;
+			}
+			/* VIRTIO 1.2, 5.4.6.1: the driver offers writable buffers only. */
+			if (e->out_num) {
+				free(e);
+				virtio_error(vdev, "virtio-rng: device-readable buffer in a request");
+				break;
+			}
+		}
+		r->held = NULL;
+		ret = vrng_stage(r);
 		if (ret < 0) {
+			free(e);
 			virtio_error(vdev, "virtio-rng: %s: %s", r->src_name,
 				     errno == ENODATA ? "end of file" : strerror(errno));
 			break;
 		}
-		if (ret == 0)
-			break;
-		ret = virtqueue_pop(vq, sizeof(*e), &e);
-		if (ret == 0)
-			break;
-		if (ret < 0) {
-			virtio_error(vdev, "virtio-rng: %s", vq->error ? vq->error : "malformed ring");
-			break;
-		}
-		/* VIRTIO 1.2, 5.4.6.1: the driver offers writable buffers only. */
-		if (e->out_num) {
-			free(e);
-			virtio_error(vdev, "virtio-rng: device-readable buffer in a request");
+		if (ret == 0) {
+			r->held = e;	/* until the file has bytes for it */
 			break;
 		}
 		size_t max = r->quota < VRNG_CHAIN_MAX ? r->quota : VRNG_CHAIN_MAX;
@@ -289,7 +300,11 @@ static int vrng_start(struct virtio_device *vdev)
 /* Quota and period stay: a reset must not buy the guest a fresh quota. */
 static void vrng_reset(struct virtio_device *vdev)
 {
-	vdev_to_vrng(vdev)->serving = false;
+	struct vrng *r = vdev_to_vrng(vdev);
+
+	r->serving = false;
+	free(r->held);		/* the driver that offered it is gone */
+	r->held = NULL;
 }
 
 static const struct virtio_device_ops vrng_ops = {
@@ -396,6 +411,7 @@ void vrng_free(struct vrng *r)
 	}
 	if (r->src_fd >= 0)
 		close(r->src_fd);
+	free(r->held);
 	if (r->vdev_ready)
 		virtio_device_destroy(&r->vdev);
 	free(r);
