@@ -910,6 +910,7 @@ static bool t_probe(void)
 		{ 0, "vhdxfile" }, { 0, "conectix" }, { 0, "LUKS\xba\xbe" },
 		{ 0, "\n# a VMDK descriptor without its usual first line\nversion=2\r\n" },
 	};
+	static const char zeros[512];
 	char p[4200];
 	struct blk_file_opts o = { .path = p, .probe = true };
 	struct blk_file *f;
@@ -933,8 +934,8 @@ static bool t_probe(void)
 		REQUIRE((f = blk_file_open(&o)));
 		blk_file_close(f);
 		/* Zeros again for the next. */
-		REQUIRE(pwrite(fd, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", len,
-			       heads[i].off) == (ssize_t)len);
+		REQUIRE(len <= sizeof(zeros) &&
+			pwrite(fd, zeros, len, heads[i].off) == (ssize_t)len);
 		close(fd);
 	}
 	unlink(p);
