@@ -60,6 +60,12 @@ enum {
 };
 
 /*
+ * A new open file of what fd is open on (not a dup: its own offset and
+ * locks), with flags; -1 with errno.
+ */
+int blk_reopen(int fd, int flags);
+
+/*
  * Locks fd's image for perm, letting others have shared (and nothing
  * else): returns the descriptor of a new open file of the image that
  * holds the locks until it is closed, or -1 after one line naming what

@@ -229,6 +229,14 @@ fail:
 	return -1;
 }
 
+int blk_reopen(int fd, int flags)
+{
+	char self[32];
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	return open(self, flags);
+}
+
 /*
  * f, open on the image read-only, becomes its private copy, open with
  * flags (O_RDWR, O_DIRECT...).  Closing the image lets go of its lock:
@@ -236,13 +244,11 @@ fail:
  */
 static int blk_snapshot(struct blk_file *f, int flags, bool direct, const char *what)
 {
-	char self[32];
 	int copy = blk_snapshot_copy(f->fd, what), fd;
 
 	if (copy < 0)
 		return -1;
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", copy);
-	fd = open(self, flags);
+	fd = blk_reopen(copy, flags);
 	if (fd < 0)
 		error_report("%s: snapshot=on: reopening the copy: %s", what,
 			     strerror(errno));

@@ -74,12 +74,9 @@ int blk_lock_open(int fd, const char *what, unsigned perm, unsigned shared)
 {
 	unsigned unshared = ~shared & ((1u << BLK_PERM_BITS) - 1);
 	struct flock fl;
-	char self[32];
-	int lfd;
-
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	/* Read-only whatever the image's mode: a read lock needs no more. */
-	lfd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int lfd = blk_reopen(fd, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
 	if (lfd < 0)
 		goto fail;
 	for (unsigned i = 0; i < BLK_PERM_BITS; i++) {

@@ -383,7 +383,8 @@ struct vblk *vblk_create(const struct guest_mem *mem, unsigned ncpus, struct blk
 	s->now_ns = clock_now_ns;
 	s->file = file;
 	blk_file_info(s->file, &fi);
-	s->readonly = d->readonly || fi.readonly || (cfg->socket_path && !cfg->writable);
+	/* Opened read-only for readonly=on and for an export without writable=on. */
+	s->readonly = fi.readonly;
 	s->capacity = fi.size >> SECTOR_SHIFT;
 	s->nq = vblk_queues(cfg, ncpus);
 	memcpy(s->serial, cfg->serial, strnlen(cfg->serial, VBLK_SERIAL_LEN));
@@ -454,7 +455,8 @@ int blk_drives_open_files(struct blk_cmdline *c, unsigned ncpus)
 		const struct blk_device_cfg *dc = &c->devs[i];
 		unsigned nq = vblk_queues(dc, ncpus);
 
-		if (dc->iothreads > nq) {
+		/* An export's num-queues is its own: checked as it was parsed. */
+		if (!dc->socket_path && dc->iothreads > nq) {
 			error_report("-device virtio-blk-pci: iothreads=%u exceeds "
 				     "num-queues=%u%s", dc->iothreads, nq,
 				     dc->num_queues ? "" : " (the vCPU count)");
