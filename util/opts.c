@@ -110,7 +110,7 @@ static const char *type_name(const struct opt_prop *p)
 	static const char *const names[] = {
 		[OPT_BOOL] = "on|off", [OPT_UINT] = "uint", [OPT_U64] = "uint64",
 		[OPT_SIZE] = "size", [OPT_ENUM] = "enum", [OPT_STR] = "str",
-		[OPT_STRBUF] = "str", [OPT_ID] = "id",
+		[OPT_STRBUF] = "str", [OPT_ID] = "id", [OPT_LIST] = "str, repeatable",
 	};
 	return names[p->type];
 }
@@ -193,6 +193,32 @@ static int set_string(const char *w, const struct opt_prop *p, const char *val,
 	return 0;
 }
 
+/* One more value of an OPT_LIST. */
+static int add_string(const char *w, const struct opt_prop *p, const char *val,
+		      struct opt_list *l)
+{
+	unsigned max = p->max ? (unsigned)p->max : 64;
+	char **v;
+
+	if (!*val) {
+		error_report("%s: %s= is empty", w, p->name);
+		return -1;
+	}
+	if (l->n == max) {
+		error_report("%s: %s= given more than %u times", w, p->name, max);
+		return -1;
+	}
+	if (!(v = realloc(l->v, (l->n + 1) * sizeof(*v))) || !(v[l->n] = strdup(val))) {
+		if (v)
+			l->v = v;
+		error_report("out of memory");
+		return -1;
+	}
+	l->v = v;
+	l->n++;
+	return 0;
+}
+
 static int set_prop(const char *w, const struct opt_prop *p, const char *val,
 		    void *field)
 {
@@ -229,6 +255,8 @@ static int set_prop(const char *w, const struct opt_prop *p, const char *val,
 	case OPT_STRBUF:
 	case OPT_ID:
 		return set_string(w, p, val, field);
+	case OPT_LIST:
+		return add_string(w, p, val, field);
 	default:
 		return set_number(w, p, val, field);
 	}
@@ -250,7 +278,7 @@ static size_t type_size(enum opt_type t)
 		[OPT_BOOL] = sizeof(bool), [OPT_UINT] = sizeof(unsigned),
 		[OPT_U64] = sizeof(uint64_t), [OPT_SIZE] = sizeof(uint64_t),
 		[OPT_ENUM] = sizeof(int), [OPT_STR] = sizeof(char *),
-		[OPT_ID] = sizeof(char *),
+		[OPT_ID] = sizeof(char *), [OPT_LIST] = sizeof(struct opt_list),
 	};
 	return sizes[t];
 }
@@ -393,7 +421,7 @@ int opts_parse(const struct opt_spec *spec, const char *arg, void *cfg)
 			p = find_prop(spec->props, p->alias);
 		unsigned bit = (unsigned)(p - spec->props);
 
-		if (seen & (1ull << bit)) {
+		if ((seen & (1ull << bit)) && p->type != OPT_LIST) {
 			error_report("%s: %s= given twice", w, p->name);
 			return -1;
 		}
@@ -433,8 +461,18 @@ void *opts_parse_new(const struct opt_spec *spec, size_t size, const void *defau
 void opts_free(const struct opt_spec *spec, void *cfg)
 {
 	for (const struct opt_prop *p = spec->props; p->name; p++) {
-		if (p->alias || (p->flags & OPT_NOSTORE) ||
-		    (p->type != OPT_STR && p->type != OPT_ID))
+		if (p->alias || (p->flags & OPT_NOSTORE))
+			continue;
+		if (p->type == OPT_LIST) {
+			struct opt_list *l = (struct opt_list *)((char *)cfg + p->offset);
+
+			for (unsigned i = 0; i < l->n; i++)
+				free(l->v[i]);
+			free(l->v);
+			*l = (struct opt_list){ NULL, 0 };
+			continue;
+		}
+		if (p->type != OPT_STR && p->type != OPT_ID)
 			continue;
 		char **field = (char **)((char *)cfg + p->offset);
 

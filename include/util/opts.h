@@ -21,6 +21,13 @@ enum opt_type {
 	OPT_STR,	/* non-empty, up to .max bytes if set, strdup'ed into char * */
 	OPT_STRBUF,	/* the same, copied into a char array of .max + 1 bytes */
 	OPT_ID,		/* QEMU's id rule, strdup'ed into char * */
+	OPT_LIST,	/* a string the key may give many times, into struct opt_list */
+};
+
+/* What an OPT_LIST property holds: every value given, in order. */
+struct opt_list {
+	char **v;
+	unsigned n;
 };
 
 /* flags */
@@ -29,6 +36,7 @@ enum opt_type {
 #define OPT_PRINTABLE	(1u << 2)	/* OPT_STR*: printable ASCII only */
 #define OPT_NOSTORE	(1u << 3)	/* checked, stored nowhere */
 #define OPT_EMPTY	(1u << 4)	/* OPT_STR*: may be empty */
+/* OPT_LIST: .max bounds the count of values (0: 64) */
 
 struct opt_prop {
 	const char *name;
@@ -71,7 +79,7 @@ enum { OPTS_HELP = 1 };
  * Parses "KEY=VALUE,..." into cfg, which the caller has filled with
  * defaults.  Returns 0, OPTS_HELP when one item is "help" (nothing else
  * is checked then), or -1 after one error line naming the option, the key
- * and what it accepts.  A key may appear once.  On error cfg may hold
+ * and what it accepts.  A key may appear once, but for an OPT_LIST's.  On error cfg may hold
  * some strdup'ed strings: opts_free() releases them either way.
  */
 int opts_parse(const struct opt_spec *spec, const char *arg, void *cfg);

@@ -247,6 +247,47 @@ static void test_sizes(void)
 	CHECK(opts_parse_size(" 1", 1, &v) == -1);
 }
 
+/* OPT_LIST: every value, in order; a cap on the count; freed whole. */
+struct lcfg {
+	struct opt_list fwd;
+	char *id;
+};
+
+static void test_lists(void)
+{
+	static const struct opt_prop lprops[] = {
+		{ "fwd", OPT_LIST, OPT_AT(struct lcfg, fwd, struct opt_list), .max = 3 },
+		{ "id", OPT_ID, OPT_AT(struct lcfg, id, char *) },
+		{ NULL },
+	};
+	static const struct opt_spec lspec = { "-list", NULL, lprops };
+	struct lcfg c = { { NULL, 0 }, NULL };
+	char err[512];
+
+	capture_begin();
+	int r = opts_parse(&lspec, "fwd=a,id=x,fwd=b,,c,fwd=d", &c);
+
+	CHECK(capture_end(err, sizeof(err)) == 0 && r == 0);
+	CHECK(c.fwd.n == 3 && !strcmp(c.fwd.v[0], "a") && !strcmp(c.fwd.v[1], "b,c") &&
+	      !strcmp(c.fwd.v[2], "d"));
+	opts_free(&lspec, &c);
+	CHECK(c.fwd.n == 0 && c.fwd.v == NULL && c.id == NULL);
+	capture_begin();
+	r = opts_parse(&lspec, "fwd=a,fwd=b,fwd=c,fwd=d", &c);
+	CHECK(capture_end(err, sizeof(err)) == 1 && r == -1 &&
+	      strstr(err, "-list: fwd= given more than 3 times"));
+	opts_free(&lspec, &c);
+	capture_begin();
+	r = opts_parse(&lspec, "fwd=a,fwd=", &c);
+	CHECK(capture_end(err, sizeof(err)) == 1 && r == -1 && strstr(err, "-list: fwd= is empty"));
+	opts_free(&lspec, &c);
+	/* Only a list may repeat. */
+	capture_begin();
+	r = opts_parse(&lspec, "id=a,id=b", &c);
+	CHECK(capture_end(err, sizeof(err)) == 1 && r == -1 && strstr(err, "id= given twice"));
+	opts_free(&lspec, &c);
+}
+
 int main(void)
 {
 	RUN(test_values());
@@ -254,5 +295,6 @@ int main(void)
 	RUN(test_long_items());
 	RUN(test_help());
 	RUN(test_sizes());
+	RUN(test_lists());
 	return check_done();
 }
