@@ -19,7 +19,7 @@ native=$(dpkg --print-architecture)
 pkgs="build-essential gcc meson ninja-build pkg-config liburing-dev libfdt-dev
 linux-libc-dev busybox-static cpio kmod fio gnuplot-nox clang libclang-rt-14-dev
 llvm valgrind device-tree-compiler e2fsprogs util-linux bsdutils python3
-qemu-system-common qemu-utils dmsetup"
+qemu-system-common qemu-utils dmsetup libslirp-dev libglib2.0-dev"
 cross=
 case $native in
 amd64)

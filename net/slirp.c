@@ -1,0 +1,1133 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * -netdev user: QEMU's user networking on libslirp, with QEMU's options
+ * and defaults (10.0.2.0/24, the host at .2, DNS at .3, DHCP from .15).
+ *
+ * The Slirp instance belongs to one thread, the back end's own, and no
+ * other ever calls into it: libslirp has no locking, and it calls back
+ * (send_packet, timers, guest_error) from inside slirp_input() and its
+ * poll.  Were the NIC's thread to call slirp_input() itself, those
+ * callbacks would run inside the NIC's locks, and every socket slirp opens
+ * would need a place in the NIC's event loop.  So frames cross between the
+ * two threads through two bounded queues, each under its own lock, and the
+ * slirp thread touches nothing of the NIC's but the rx_fd it writes.  The
+ * NIC's thread in turn only queues and wakes: send() never waits on slirp.
+ *
+ * The back end copies a frame once each way, into a queue: send() out of
+ * the NIC's buffers (slirp_input() then reads the queued copy in place),
+ * send_packet out of the buffer slirp lends it.  Those buffers cannot wait
+ * for the other thread: slirp reuses its own once send_packet returns, and
+ * the guest gets its descriptors back once send() does.  On the way to the
+ * guest, take() copies the queued frame into the guest's buffers, which
+ * only the NIC's thread knows: that is the one copy that writes guest
+ * memory.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef CONFIG_SLIRP
+#include <libslirp.h>
+#endif
+
+#include "net/net.h"
+#include "util/compiler.h"
+#include "util/log.h"
+
+#define F(f, t) OPT_AT(struct netdev_user_cfg, f, t)
+static const struct opt_prop user_props[] = {
+	{ "id", OPT_ID, F(head.id, char *), OPT_REQUIRED,
+	  .help = "the name -device virtio-net-pci,netdev= uses" },
+	{ "ipv4", OPT_BOOL, F(ipv4, bool), .def = "on", .help = "IPv4 on the guest's network" },
+	{ "net", OPT_STR, F(net, char *), .def = "10.0.2.0/24",
+	  .help = "the guest's network: ADDR/BITS, ADDR/MASK, or ADDR (its class's mask)" },
+	{ "host", OPT_STR, F(host, char *), .def = "net's .2",
+	  .help = "the host's address there (its 127.0.0.1 to the guest)" },
+	{ "dns", OPT_STR, F(dns, char *), .def = "net's .3",
+	  .help = "the DNS relay's address (to the host's resolvers)" },
+	{ "dhcpstart", OPT_STR, F(dhcpstart, char *), .def = "net's .15",
+	  .help = "the first of the 16 addresses DHCP gives out" },
+	{ "restrict", OPT_BOOL, F(restrict_, bool), .def = "off",
+	  .help = "on: the guest reaches neither the host nor beyond (hostfwd= still works)" },
+	{ "hostname", OPT_STR, F(hostname, char *), OPT_PRINTABLE, .max = 255,
+	  .def = "none", .help = "the host name DHCP gives the guest" },
+	{ "domainname", OPT_STR, F(domainname, char *), OPT_PRINTABLE, .max = 255,
+	  .def = "none", .help = "the domain name DHCP gives the guest" },
+	{ "dnssearch", OPT_LIST, F(dnssearch, struct opt_list), OPT_PRINTABLE,
+	  .def = "none", .help = "a domain of DHCP's search list" },
+	{ "ipv6", OPT_BOOL, F(ipv6, bool), .def = "on", .help = "IPv6 on the guest's network" },
+	{ "ipv6-net", OPT_STR, F(ipv6_net, char *), .def = "fec0::/64",
+	  .help = "the guest's IPv6 prefix: ADDR[/LEN], LEN 0 to 126" },
+	{ "ipv6-host", OPT_STR, F(ipv6_host, char *), .def = "ipv6-net's ::2",
+	  .help = "the host's IPv6 address there" },
+	{ "ipv6-dns", OPT_STR, F(ipv6_dns, char *), .def = "ipv6-net's ::3",
+	  .help = "the DNS relay's IPv6 address" },
+	{ "hostfwd", OPT_LIST, F(hostfwd, struct opt_list), .def = "none",
+	  .help = "[tcp|udp]:[HOSTADDR]:HOSTPORT-[GUESTADDR]:GUESTPORT, a host port "
+		  "forwarded to the guest (HOSTADDR: any, GUESTADDR: dhcpstart=)" },
+	{ "tftp", OPT_STR, F(tftp, char *), .def = "none",
+	  .help = "a directory the TFTP server serves, read-only" },
+	{ "bootfile", OPT_STR, F(bootfile, char *), .max = 127, .def = "none",
+	  .help = "the boot file name DHCP gives (PXE, with tftp=)" },
+	{ "tftp-server-name", OPT_STR, F(tftp_server_name, char *), OPT_PRINTABLE,
+	  .max = 255, .def = "none", .help = "the TFTP server name DHCP gives (option 66)" },
+	{ NULL },
+};
+#undef F
+
+const struct opt_spec netdev_user_spec = { "-netdev user", NULL, user_props };
+const struct netdev_user_cfg netdev_user_defaults = { .ipv4 = true, .ipv6 = true };
+
+#ifndef CONFIG_SLIRP
+
+#define NO_SLIRP "-netdev user: user networking is not in this build (brisk was " \
+		 "built without libslirp)"
+
+int netdev_user_check(void *cfg)
+{
+	(void)cfg;
+	error_report(NO_SLIRP);
+	return -1;
+}
+
+struct netdev *netdev_user_new(const struct netdev_user_cfg *cfg)
+{
+	(void)cfg;
+	error_report(NO_SLIRP);
+	return NULL;
+}
+
+#else
+
+/* ---- the options, as addresses ---- */
+
+/* What the options say; check() and new() both derive it from the config. */
+struct user_addrs {
+	struct in_addr net, mask, host, dns, dhcp;	/* network order */
+	struct in6_addr net6, host6, dns6;
+	unsigned len6;
+};
+
+/* One rule of hostfwd=. */
+struct fwd {
+	bool udp;
+	struct sockaddr_in host, guest;
+};
+
+BRISK_PRINTF(2, 3)
+static void bad(const struct netdev_user_cfg *c, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	error_report("-netdev user,id=%s: %s", c->head.id, msg);
+}
+
+/*
+ * inet_aton, as QEMU reads every IPv4 address of -netdev user (so "10.2"
+ * is 10.0.0.2), but for the trailing blank and junk glibc lets through.
+ */
+static bool parse4(const char *s, struct in_addr *a)
+{
+	return !strpbrk(s, " \t\n\v\f\r") && inet_aton(s, a);
+}
+
+/* QEMU's mask for a net= without one: the address's class, as it was. */
+static uint32_t class_mask(uint32_t a)
+{
+	if (!(a & 0x80000000))
+		return 0xff000000;
+	if ((a & 0xfff00000) == 0xac100000)
+		return 0xfff00000;	/* 172.16.0.0/12 */
+	if ((a & 0xc0000000) == 0x80000000)
+		return 0xffff0000;
+	if ((a & 0xffff0000) == 0xc0a80000)
+		return 0xffff0000;	/* 192.168.0.0/16 */
+	if ((a & 0xffff0000) == 0xc6120000)
+		return 0xfffe0000;	/* 198.18.0.0/15 */
+	if ((a & 0xe0000000) == 0xe0000000)
+		return 0xffffff00;
+	return 0xfffffff0;
+}
+
+static unsigned mask_len(struct in_addr m)
+{
+	return (unsigned)__builtin_popcount(m.s_addr);
+}
+
+/* "/BITS" (QEMU's 4 to 32) or "/A.B.C.D" (contiguous) into *mask. */
+static int parse_mask(const struct netdev_user_cfg *c, const char *s, struct in_addr *mask)
+{
+	char *end;
+	unsigned long bits = strtoul(s, &end, 10);
+
+	if (*s >= '0' && *s <= '9' && !*end) {
+		if (bits < 4 || bits > 32) {
+			bad(c, "net=%s: the prefix length is 4 to 32", c->net);
+			return -1;
+		}
+		mask->s_addr = htonl((uint32_t)(0xffffffffull << (32 - bits)));
+		return 0;
+	}
+	if (parse4(s, mask)) {
+		/* The host part's bits: all ones below the network's, so m + 1 is 2^k. */
+		uint32_t m = ~ntohl(mask->s_addr);
+
+		if (!(m & (m + 1)) && mask_len(*mask) >= 4)
+			return 0;
+	}
+	bad(c, "net=%s: bad netmask '%s' (BITS, 4 to 32, or a contiguous A.B.C.D)", c->net, s);
+	return -1;
+}
+
+static int parse_net(const struct netdev_user_cfg *c, struct user_addrs *a)
+{
+	char buf[64];
+	char *slash;
+
+	if (snprintf(buf, sizeof(buf), "%s", c->net) >= (int)sizeof(buf)) {
+		bad(c, "net=%s: not ADDR[/MASK]", c->net);
+		return -1;
+	}
+	if ((slash = strchr(buf, '/')))
+		*slash = '\0';
+	if (!parse4(buf, &a->net)) {
+		bad(c, "net=%s: bad address '%s'", c->net, buf);
+		return -1;
+	}
+	if (!slash)
+		a->mask.s_addr = htonl(class_mask(ntohl(a->net.s_addr)));
+	else if (parse_mask(c, slash + 1, &a->mask) < 0)
+		return -1;
+	a->net.s_addr &= a->mask.s_addr;
+	return 0;
+}
+
+static bool in_net(const struct user_addrs *a, struct in_addr x)
+{
+	return (x.s_addr & a->mask.s_addr) == a->net.s_addr;
+}
+
+/* "10.0.2.0/24" */
+static const char *net_str(const struct user_addrs *a, char *buf, size_t size)
+{
+	char n[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, &a->net, n, sizeof(n));
+	snprintf(buf, size, "%s/%u", n, mask_len(a->mask));
+	return buf;
+}
+
+/* key=val, one more address of the network, into *x when given. */
+static int net_addr(const struct netdev_user_cfg *c, const struct user_addrs *a,
+		    const char *key, const char *val, struct in_addr *x)
+{
+	char n[40];
+
+	if (!val)
+		return 0;
+	if (!parse4(val, x)) {
+		bad(c, "%s=%s: not an IPv4 address", key, val);
+		return -1;
+	}
+	/* As QEMU: the DNS relay may sit outside the net unless restrict=on. */
+	if (!in_net(a, *x) && (strcmp(key, "dns") || c->restrict_)) {
+		bad(c, "%s=%s is not in net=%s", key, val, net_str(a, n, sizeof(n)));
+		return -1;
+	}
+	return 0;
+}
+
+/* The host, DNS and DHCP addresses of the net, as QEMU derives and checks them. */
+static int resolve4(const struct netdev_user_cfg *c, struct user_addrs *a)
+{
+	a->net.s_addr = htonl(0x0a000200);
+	a->mask.s_addr = htonl(0xffffff00);
+	if (c->net && parse_net(c, a) < 0)
+		return -1;
+	a->host.s_addr = a->net.s_addr | (htonl(0x0202) & ~a->mask.s_addr);
+	a->dns.s_addr = a->net.s_addr | (htonl(0x0203) & ~a->mask.s_addr);
+	a->dhcp.s_addr = a->net.s_addr | (htonl(0x020f) & ~a->mask.s_addr);
+	if (net_addr(c, a, "host", c->host, &a->host) < 0 ||
+	    net_addr(c, a, "dns", c->dns, &a->dns) < 0 ||
+	    net_addr(c, a, "dhcpstart", c->dhcpstart, &a->dhcp) < 0)
+		return -1;
+	if (a->dns.s_addr == a->host.s_addr) {
+		bad(c, "dns= and host= are one address (%s)", inet_ntoa(a->dns));
+		return -1;
+	}
+	if (a->dhcp.s_addr == a->host.s_addr || a->dhcp.s_addr == a->dns.s_addr) {
+		bad(c, "dhcpstart=%s is host='s or dns='s address", inet_ntoa(a->dhcp));
+		return -1;
+	}
+	return 0;
+}
+
+/* Keeps the first len bits of x; with set, whether y has the same ones. */
+static bool prefix6(struct in6_addr *x, const struct in6_addr *y, unsigned len)
+{
+	bool same = true;
+
+	for (unsigned i = 0; i < 16; i++) {
+		unsigned bits = len > 8 * i ? len - 8 * i : 0;
+		uint8_t m = bits >= 8 ? 0xff : (uint8_t)(0xff00 >> bits);
+
+		if (y)
+			same &= !((x->s6_addr[i] ^ y->s6_addr[i]) & m);
+		else
+			x->s6_addr[i] &= m;
+	}
+	return same;
+}
+
+static int parse_net6(const struct netdev_user_cfg *c, struct user_addrs *a)
+{
+	char buf[INET6_ADDRSTRLEN + 8];
+	char *slash, *end;
+	unsigned long len = 64;
+
+	if (snprintf(buf, sizeof(buf), "%s", c->ipv6_net) >= (int)sizeof(buf)) {
+		bad(c, "ipv6-net=%s: not ADDR[/LEN]", c->ipv6_net);
+		return -1;
+	}
+	if ((slash = strchr(buf, '/'))) {
+		*slash = '\0';
+		len = strtoul(slash + 1, &end, 10);
+		if (!slash[1] || *end || slash[1] < '0' || slash[1] > '9' || len > 126) {
+			bad(c, "ipv6-net=%s: the prefix length is 0 to 126", c->ipv6_net);
+			return -1;
+		}
+	}
+	if (inet_pton(AF_INET6, buf, &a->net6) != 1) {
+		bad(c, "ipv6-net=%s: bad IPv6 address '%s'", c->ipv6_net, buf);
+		return -1;
+	}
+	a->len6 = (unsigned)len;
+	prefix6(&a->net6, NULL, a->len6);
+	return 0;
+}
+
+/* key=val, an IPv6 address of the prefix (the DNS one may be outside). */
+static int net6_addr(const struct netdev_user_cfg *c, struct user_addrs *a,
+		     const char *key, const char *val, unsigned low, bool outside_ok,
+		     struct in6_addr *x)
+{
+	char n[INET6_ADDRSTRLEN];
+
+	if (!val) {
+		*x = a->net6;
+		x->s6_addr[15] |= (uint8_t)low;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, val, x) != 1) {
+		bad(c, "%s=%s: not an IPv6 address", key, val);
+		return -1;
+	}
+	if (!prefix6(x, &a->net6, a->len6) && !outside_ok) {
+		inet_ntop(AF_INET6, &a->net6, n, sizeof(n));
+		bad(c, "%s=%s is not in ipv6-net=%s/%u", key, val, n, a->len6);
+		return -1;
+	}
+	return 0;
+}
+
+static int resolve6(const struct netdev_user_cfg *c, struct user_addrs *a)
+{
+	inet_pton(AF_INET6, "fec0::", &a->net6);
+	a->len6 = 64;
+	if (c->ipv6_net && parse_net6(c, a) < 0)
+		return -1;
+	/* As QEMU: the DNS relay may sit outside the prefix unless restrict=on. */
+	return net6_addr(c, a, "ipv6-host", c->ipv6_host, 2, false, &a->host6) < 0 ||
+	       net6_addr(c, a, "ipv6-dns", c->ipv6_dns, 3, !c->restrict_, &a->dns6) < 0 ?
+	       -1 : 0;
+}
+
+static int resolve(const struct netdev_user_cfg *c, struct user_addrs *a)
+{
+	*a = (struct user_addrs){ 0 };
+	if (!c->ipv4 && !c->ipv6) {
+		bad(c, "ipv4=off and ipv6=off leave the guest no network");
+		return -1;
+	}
+	if (!c->ipv4 && (c->net || c->host || c->dns || c->dhcpstart || c->hostfwd.n)) {
+		bad(c, "net=, host=, dns=, dhcpstart= and hostfwd= are IPv4's: ipv4=off "
+		    "takes none");
+		return -1;
+	}
+	if (!c->ipv6 && (c->ipv6_net || c->ipv6_host || c->ipv6_dns)) {
+		bad(c, "ipv6-net=, ipv6-host= and ipv6-dns= are IPv6's: ipv6=off takes none");
+		return -1;
+	}
+	return resolve4(c, a) < 0 || resolve6(c, a) < 0 ? -1 : 0;
+}
+
+/* ---- hostfwd= ---- */
+
+BRISK_PRINTF(3, 4)
+static int bad_fwd(const struct netdev_user_cfg *c, const char *rule, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	bad(c, "hostfwd=%s: %s", rule, msg);
+	return -1;
+}
+
+/* The text of rule up to sep, cut off there; NULL when sep is not in it. */
+static char *field(char **p, char sep)
+{
+	char *s = *p, *e = strchr(s, sep);
+
+	if (!e)
+		return NULL;
+	*e = '\0';
+	*p = e + 1;
+	return s;
+}
+
+/* QEMU reads a port with base 0 (0x16, 026 and 22 are one port). */
+static bool parse_port(const char *s, unsigned *port)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	*port = (unsigned)v;
+	return !errno && !*end && v >= 1 && v <= 65535;
+}
+
+static int fwd_ends(const struct netdev_user_cfg *c, const struct user_addrs *a,
+		    const char *rule, char *haddr, char *hport, char *gaddr,
+		    char *gport, struct fwd *f)
+{
+	unsigned hp, gp;
+
+	f->host.sin_addr.s_addr = htonl(INADDR_ANY);
+	if (*haddr && !parse4(haddr, &f->host.sin_addr))
+		return bad_fwd(c, rule, "bad host address '%s'", haddr);
+	if (!parse_port(hport, &hp))
+		return bad_fwd(c, rule, "bad host port '%s' (1 to 65535)", hport);
+	f->guest.sin_addr = a->dhcp;
+	if (*gaddr && !parse4(gaddr, &f->guest.sin_addr))
+		return bad_fwd(c, rule, "bad guest address '%s'", gaddr);
+	if (!in_net(a, f->guest.sin_addr))
+		return bad_fwd(c, rule, "guest address '%s' is not on the guest's network",
+			       gaddr);
+	if (!parse_port(gport, &gp))
+		return bad_fwd(c, rule, "bad guest port '%s' (1 to 65535)", gport);
+	f->host.sin_family = f->guest.sin_family = AF_INET;
+	f->host.sin_port = htons((uint16_t)hp);
+	f->guest.sin_port = htons((uint16_t)gp);
+	return 0;
+}
+
+/* QEMU's [tcp|udp]:[HOSTADDR]:HOSTPORT-[GUESTADDR]:GUESTPORT (tcp if left out). */
+static int parse_fwd(const struct netdev_user_cfg *c, const struct user_addrs *a,
+		     const char *rule, struct fwd *f)
+{
+	char buf[256], *p = buf, *proto, *haddr, *hport, *gaddr;
+
+	*f = (struct fwd){ 0 };
+	if (snprintf(buf, sizeof(buf), "%s", rule) >= (int)sizeof(buf))
+		return bad_fwd(c, rule, "longer than %zu bytes", sizeof(buf) - 1);
+	if (!(proto = field(&p, ':')))
+		return bad_fwd(c, rule, "not [tcp|udp]:[HOSTADDR]:HOSTPORT-[GUESTADDR]:"
+			       "GUESTPORT");
+	if (strcmp(proto, "tcp") && strcmp(proto, "udp") && *proto)
+		return bad_fwd(c, rule, "bad protocol '%s' (tcp or udp)", proto);
+	f->udp = !strcmp(proto, "udp");
+	if (!(haddr = field(&p, ':')))
+		return bad_fwd(c, rule, "no ':' between host address and port");
+	if (!(hport = field(&p, '-')))
+		return bad_fwd(c, rule, "no '-' between host and guest");
+	if (!(gaddr = field(&p, ':')))
+		return bad_fwd(c, rule, "no ':' between guest address and port");
+	return fwd_ends(c, a, rule, haddr, hport, gaddr, p, f);
+}
+
+/* ---- the check ---- */
+
+/* RFC 1035's labels: 1 to 63 bytes each, 253 in all (and a trailing dot). */
+static bool domain_ok(const char *d)
+{
+	size_t label = 0;
+
+	if (strlen(d) > 254)
+		return false;
+	for (const char *p = d;; p++) {
+		if (*p && *p != '.') {
+			if (++label > 63)
+				return false;
+			continue;
+		}
+		if (!label)
+			return !*p && p != d;
+		if (!*p)
+			return true;
+		label = 0;
+	}
+}
+
+static int check_tftp(const struct netdev_user_cfg *c)
+{
+	struct stat st;
+
+	if (stat(c->tftp, &st) < 0) {
+		bad(c, "tftp=%s: %s", c->tftp, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		bad(c, "tftp=%s: not a directory", c->tftp);
+		return -1;
+	}
+	return 0;
+}
+
+static int set_str(char **field, const char *s)
+{
+	char *copy = strdup(s);
+
+	if (!copy) {
+		error_report("out of memory");
+		return -1;
+	}
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+/* Every address in the config, given or not, in one spelling. */
+static int fill_defaults(struct netdev_user_cfg *c, const struct user_addrs *a)
+{
+	char buf[INET6_ADDRSTRLEN + 8], h[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
+
+	if (c->ipv4 && (set_str(&c->net, net_str(a, buf, sizeof(buf))) < 0 ||
+			set_str(&c->host, inet_ntoa(a->host)) < 0 ||
+			set_str(&c->dns, inet_ntoa(a->dns)) < 0 ||
+			set_str(&c->dhcpstart, inet_ntoa(a->dhcp)) < 0))
+		return -1;
+	if (!c->ipv6)
+		return 0;
+	inet_ntop(AF_INET6, &a->net6, h, sizeof(h));
+	snprintf(buf, sizeof(buf), "%s/%u", h, a->len6);
+	inet_ntop(AF_INET6, &a->host6, h, sizeof(h));
+	inet_ntop(AF_INET6, &a->dns6, d, sizeof(d));
+	return set_str(&c->ipv6_net, buf) < 0 || set_str(&c->ipv6_host, h) < 0 ||
+	       set_str(&c->ipv6_dns, d) < 0 ? -1 : 0;
+}
+
+int netdev_user_check(void *cfg)
+{
+	struct netdev_user_cfg *c = cfg;
+	struct user_addrs a;
+	struct fwd f;
+
+	if (resolve(c, &a) < 0)
+		return -1;
+	for (unsigned i = 0; i < c->hostfwd.n; i++)
+		if (parse_fwd(c, &a, c->hostfwd.v[i], &f) < 0)
+			return -1;
+	for (unsigned i = 0; i < c->dnssearch.n; i++)
+		if (!domain_ok(c->dnssearch.v[i])) {
+			bad(c, "dnssearch=%s: not a domain name (labels of 1 to 63 bytes)",
+			    c->dnssearch.v[i]);
+			return -1;
+		}
+	if (c->tftp && check_tftp(c) < 0)
+		return -1;
+	return fill_defaults(c, &a);
+}
+
+/* ---- frame queues ---- */
+
+/*
+ * Frames waiting either way, at most: a guest that stops reading (or a
+ * flood through slirp) costs 4 MiB, and TCP backs off from the drops.
+ */
+#define QUEUE_FRAMES 1024
+#define QUEUE_BYTES (4u << 20)
+/* An Ethernet header and the largest IP datagram. */
+#define FRAME_MAX (14 + 65535)
+
+static size_t min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+struct frame {
+	struct frame *next;
+	size_t len;
+	uint8_t data[];
+};
+
+struct frame_queue {
+	pthread_mutex_t lock;
+	struct frame *head, **tail;
+	unsigned n;
+	size_t bytes;
+};
+
+static void fq_init(struct frame_queue *q)
+{
+	pthread_mutex_init(&q->lock, NULL);
+	q->head = NULL;
+	q->tail = &q->head;
+}
+
+/* Queues f; false (f not taken) when over the bound.  *was_empty: it was. */
+static bool fq_push(struct frame_queue *q, struct frame *f, bool *was_empty)
+{
+	bool ok;
+
+	pthread_mutex_lock(&q->lock);
+	ok = q->n < QUEUE_FRAMES && q->bytes + f->len <= QUEUE_BYTES;
+	*was_empty = !q->head;
+	if (ok) {
+		f->next = NULL;
+		*q->tail = f;
+		q->tail = &f->next;
+		q->n++;
+		q->bytes += f->len;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return ok;
+}
+
+static struct frame *fq_pop(struct frame_queue *q)
+{
+	struct frame *f;
+
+	pthread_mutex_lock(&q->lock);
+	f = q->head;
+	if (f) {
+		q->head = f->next;
+		if (!q->head)
+			q->tail = &q->head;
+		q->n--;
+		q->bytes -= f->len;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return f;
+}
+
+static void fq_destroy(struct frame_queue *q)
+{
+	struct frame *f;
+
+	while ((f = fq_pop(q)))
+		free(f);
+	pthread_mutex_destroy(&q->lock);
+}
+
+/* ---- the back end ---- */
+
+struct user_timer {
+	struct user_timer *next;
+	int64_t expire_ms;	/* on clock_ns()'s scale; -1: not armed */
+	bool due;		/* expired when this round of timers began */
+	SlirpTimerCb cb;	/* timer_new's; NULL: slirp_handle_timer(id) */
+	SlirpTimerId id;
+	void *cb_opaque;
+};
+
+struct user {
+	struct netdev nd;
+	char *id;
+	Slirp *slirp;
+	pthread_t thread;
+	bool started;
+	bool stop;		/* free() to the thread */
+	bool fed;		/* frames went into slirp this round */
+	bool guest_error_said;
+	int wake_fd;		/* send() to the thread: tx has frames */
+	struct frame_queue rx, tx;
+	struct user_timer *timers;
+	struct pollfd *pfd;	/* this round's: wake_fd, then slirp's sockets */
+	unsigned npfd, pfd_cap;
+};
+
+static int64_t clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void kick(int fd)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN: the counter is full, so the reader wakes anyway. */
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		abort();
+}
+
+static struct frame *frame_new(size_t len)
+{
+	struct frame *f = malloc(sizeof(*f) + len);
+
+	if (f)
+		f->len = len;
+	return f;
+}
+
+/* The NIC's thread: a frame from the guest, for the slirp thread. */
+static bool user_send(struct netdev *nd, const struct iovec *iov, unsigned n, size_t len)
+{
+	struct user *u = container_of(nd, struct user, nd);
+	struct frame *f;
+	size_t off = 0;
+	bool was_empty;
+
+	if (len < 14 || len > FRAME_MAX || !(f = frame_new(len)))
+		return false;
+	for (unsigned i = 0; i < n && off < len; i++) {
+		size_t k = min_size(iov[i].iov_len, len - off);
+
+		memcpy(f->data + off, iov[i].iov_base, k);
+		off += k;
+	}
+	if (off < len || !fq_push(&u->tx, f, &was_empty)) {
+		free(f);
+		return false;
+	}
+	/* The thread empties tx after each wake: one wake per batch is enough. */
+	if (was_empty)
+		kick(u->wake_fd);
+	return true;
+}
+
+static size_t user_peek(struct netdev *nd)
+{
+	struct user *u = container_of(nd, struct user, nd);
+	size_t len;
+
+	pthread_mutex_lock(&u->rx.lock);
+	len = u->rx.head ? u->rx.head->len : 0;
+	pthread_mutex_unlock(&u->rx.lock);
+	return len;
+}
+
+static void user_take(struct netdev *nd, const struct iovec *iov, unsigned n)
+{
+	struct user *u = container_of(nd, struct user, nd);
+	struct frame *f = fq_pop(&u->rx);
+	size_t off = 0;
+
+	if (!f)
+		return;
+	for (unsigned i = 0; iov && i < n && off < f->len; i++) {
+		size_t k = min_size(iov[i].iov_len, f->len - off);
+
+		memcpy(iov[i].iov_base, f->data + off, k);
+		off += k;
+	}
+	free(f);
+}
+
+static void user_free(struct netdev *nd);
+
+static const struct netdev_ops user_ops = {
+	.send = user_send,
+	.peek = user_peek,
+	.take = user_take,
+	.free = user_free,
+};
+
+/* ---- slirp's callbacks: all on the slirp thread (or before it starts) ---- */
+
+static ssize_t cb_send_packet(const void *buf, size_t len, void *opaque)
+{
+	struct user *u = opaque;
+	struct frame *f = frame_new(len);
+	bool was_empty;
+
+	if (f)
+		memcpy(f->data, buf, len);
+	if (!f || !fq_push(&u->rx, f, &was_empty)) {
+		free(f);
+		__atomic_fetch_add(&u->nd.rx_dropped, 1, __ATOMIC_RELAXED);
+		return (ssize_t)len;	/* slirp's TCP resends: a drop is no error */
+	}
+	kick(u->nd.rx_fd);
+	return (ssize_t)len;
+}
+
+static void cb_guest_error(const char *msg, void *opaque)
+{
+	struct user *u = opaque;
+
+	/* Once: the guest can repeat it at will. */
+	error_report_once(&u->guest_error_said, "-netdev user,id=%s: the guest: %s "
+			  "(said once)", u->id, msg);
+}
+
+static int64_t cb_clock_get_ns(void *opaque)
+{
+	(void)opaque;
+	return clock_ns();
+}
+
+static struct user_timer *timer_add(struct user *u, SlirpTimerCb cb, SlirpTimerId id,
+				    void *cb_opaque)
+{
+	struct user_timer *t = malloc(sizeof(*t));
+
+	/* slirp cannot hear of a failure here; glib aborts it on none too. */
+	if (!t)
+		abort();
+	*t = (struct user_timer){ u->timers, -1, false, cb, id, cb_opaque };
+	u->timers = t;
+	return t;
+}
+
+static void *cb_timer_new(SlirpTimerCb cb, void *cb_opaque, void *opaque)
+{
+	return timer_add(opaque, cb, (SlirpTimerId)0, cb_opaque);
+}
+
+static void *cb_timer_new_opaque(SlirpTimerId id, void *cb_opaque, void *opaque)
+{
+	return timer_add(opaque, NULL, id, cb_opaque);
+}
+
+static void cb_timer_free(void *timer, void *opaque)
+{
+	struct user *u = opaque;
+
+	for (struct user_timer **p = &u->timers; *p; p = &(*p)->next) {
+		if (*p == timer) {
+			*p = ((struct user_timer *)timer)->next;
+			free(timer);
+			return;
+		}
+	}
+}
+
+static void cb_timer_mod(void *timer, int64_t expire_ms, void *opaque)
+{
+	struct user_timer *t = timer;
+
+	(void)opaque;
+	t->expire_ms = expire_ms < 0 ? 0 : expire_ms;
+}
+
+/* The poll set is built anew each round from slirp_pollfds_fill: nothing to keep. */
+static void cb_poll_fd(int fd, void *opaque)
+{
+	(void)fd;
+	(void)opaque;
+}
+
+/*
+ * Called from inside slirp on its own thread, when a socket's buffer has
+ * room again: the next round's slirp_pollfds_fill sees it, and that round
+ * comes right after the frame that made the room.
+ */
+static void cb_notify(void *opaque)
+{
+	(void)opaque;
+}
+
+static const SlirpCb user_cb = {
+	.send_packet = cb_send_packet,
+	.guest_error = cb_guest_error,
+	.clock_get_ns = cb_clock_get_ns,
+	.timer_new = cb_timer_new,
+	.timer_free = cb_timer_free,
+	.timer_mod = cb_timer_mod,
+	.register_poll_fd = cb_poll_fd,
+	.unregister_poll_fd = cb_poll_fd,
+	.notify = cb_notify,
+	.timer_new_opaque = cb_timer_new_opaque,
+};
+
+/* ---- the slirp thread ---- */
+
+static int cb_add_poll(int fd, int events, void *opaque)
+{
+	struct user *u = opaque;
+	short ev = 0;
+
+	if (u->npfd == u->pfd_cap) {
+		struct pollfd *p = realloc(u->pfd, 2 * u->pfd_cap * sizeof(*p));
+
+		/* -1: slirp leaves the socket out of this round. */
+		if (!p)
+			return -1;
+		u->pfd = p;
+		u->pfd_cap *= 2;
+	}
+	ev |= events & SLIRP_POLL_IN ? POLLIN : 0;
+	ev |= events & SLIRP_POLL_OUT ? POLLOUT : 0;
+	ev |= events & SLIRP_POLL_PRI ? POLLPRI : 0;
+	u->pfd[u->npfd] = (struct pollfd){ .fd = fd, .events = ev };
+	return (int)u->npfd++;
+}
+
+static int cb_get_revents(int idx, void *opaque)
+{
+	struct user *u = opaque;
+	short rev = u->pfd[idx].revents;
+
+	return (rev & POLLIN ? SLIRP_POLL_IN : 0) | (rev & POLLOUT ? SLIRP_POLL_OUT : 0) |
+	       (rev & POLLPRI ? SLIRP_POLL_PRI : 0) | (rev & POLLERR ? SLIRP_POLL_ERR : 0) |
+	       (rev & POLLHUP ? SLIRP_POLL_HUP : 0);
+}
+
+/* How long poll() may wait: slirp's own timeout, or the nearest timer. */
+static int poll_timeout(const struct user *u, uint32_t slirp_ms)
+{
+	int64_t now = clock_ns() / 1000000;
+	int64_t ms = slirp_ms == UINT32_MAX ? INT32_MAX : slirp_ms;
+
+	/* What the last frames unblocked (an ARP reply frees the packets
+	 * that waited for it) goes out at the end of slirp_pollfds_poll. */
+	if (u->fed)
+		return 0;
+	for (const struct user_timer *t = u->timers; t; t = t->next)
+		if (t->expire_ms >= 0 && t->expire_ms - now < ms)
+			ms = t->expire_ms - now;
+	return ms < 0 ? 0 : (int)ms;
+}
+
+/* Timers expired at the start fire; one a callback re-arms waits a round. */
+static void run_timers(struct user *u)
+{
+	int64_t now = clock_ns() / 1000000;
+	struct user_timer *t;
+
+	for (t = u->timers; t; t = t->next)
+		t->due = t->expire_ms >= 0 && t->expire_ms <= now;
+	for (;;) {
+		for (t = u->timers; t && !t->due; t = t->next)
+			;
+		if (!t)
+			return;
+		t->due = false;
+		t->expire_ms = -1;
+		if (t->cb)
+			t->cb(t->cb_opaque);
+		else
+			slirp_handle_timer(u->slirp, t->id, t->cb_opaque);
+	}
+}
+
+/* The guest's frames, in the order they came. */
+static void feed(struct user *u)
+{
+	struct frame *f;
+	uint64_t n;
+
+	if (u->pfd[0].revents & POLLIN && read(u->wake_fd, &n, sizeof(n)) < 0 &&
+	    errno != EAGAIN)
+		abort();
+	u->fed = false;
+	while ((f = fq_pop(&u->tx))) {
+		slirp_input(u->slirp, f->data, (int)f->len);
+		free(f);
+		u->fed = true;
+	}
+}
+
+static void *user_thread(void *arg)
+{
+	struct user *u = arg;
+
+	while (!__atomic_load_n(&u->stop, __ATOMIC_ACQUIRE)) {
+		uint32_t timeout = UINT32_MAX;
+		int r;
+
+		u->npfd = 0;
+		cb_add_poll(u->wake_fd, SLIRP_POLL_IN, u);
+		slirp_pollfds_fill(u->slirp, &timeout, cb_add_poll, u);
+		r = poll(u->pfd, u->npfd, poll_timeout(u, timeout));
+		slirp_pollfds_poll(u->slirp, r < 0, cb_get_revents, u);
+		feed(u);
+		run_timers(u);
+	}
+	return NULL;
+}
+
+/* ---- making and freeing ---- */
+
+static struct user *user_alloc(const char *id)
+{
+	struct user *u = calloc(1, sizeof(*u));
+
+	if (!u) {
+		error_report("out of memory");
+		return NULL;
+	}
+	errno = 0;
+	u->nd.ops = &user_ops;
+	u->nd.rx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	u->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	fq_init(&u->rx);
+	fq_init(&u->tx);
+	u->pfd_cap = 16;
+	u->pfd = malloc(u->pfd_cap * sizeof(*u->pfd));
+	u->id = strdup(id);
+	u->nd.id = u->id;
+	if (u->nd.rx_fd < 0 || u->wake_fd < 0 || !u->pfd || !u->id) {
+		error_report("-netdev user,id=%s: %s", id,
+			     errno ? strerror(errno) : "out of memory");
+		user_free(&u->nd);
+		return NULL;
+	}
+	return u;
+}
+
+/* dnssearch= as slirp takes it: NULL-terminated. */
+static const char **search_list(const struct opt_list *l)
+{
+	const char **v = calloc(l->n + 1, sizeof(*v));
+
+	for (unsigned i = 0; v && i < l->n; i++)
+		v[i] = l->v[i];
+	return v;
+}
+
+static int user_slirp(struct user *u, const struct netdev_user_cfg *c,
+		      const struct user_addrs *a)
+{
+	const char **search = c->dnssearch.n ? search_list(&c->dnssearch) : NULL;
+	SlirpConfig sc = {
+		/* 4: libslirp 4.7's, with timer_new_opaque and disable_dhcp. */
+		.version = 4,
+		.restricted = c->restrict_,
+		.in_enabled = c->ipv4,
+		.vnetwork = a->net,
+		.vnetmask = a->mask,
+		.vhost = a->host,
+		.in6_enabled = c->ipv6,
+		.vprefix_addr6 = a->net6,
+		.vprefix_len = (uint8_t)a->len6,
+		.vhost6 = a->host6,
+		.vhostname = c->hostname,
+		.tftp_server_name = c->tftp_server_name,
+		.tftp_path = c->tftp,
+		.bootfile = c->bootfile,
+		.vdhcp_start = a->dhcp,
+		.vnameserver = a->dns,
+		.vnameserver6 = a->dns6,
+		.vdnssearch = search,
+		.vdomainname = c->domainname,
+	};
+
+	if (c->dnssearch.n && !search) {
+		error_report("out of memory");
+		return -1;
+	}
+	/* slirp copies every string it keeps. */
+	u->slirp = slirp_new(&sc, &user_cb, u);
+	free(search);
+	if (!u->slirp)
+		error_report("-netdev user,id=%s: libslirp refused the configuration",
+			     c->head.id);
+	return u->slirp ? 0 : -1;
+}
+
+static int add_fwds(struct user *u, const struct netdev_user_cfg *c,
+		    const struct user_addrs *a)
+{
+	struct fwd f;
+
+	for (unsigned i = 0; i < c->hostfwd.n; i++) {
+		if (parse_fwd(c, a, c->hostfwd.v[i], &f) < 0)
+			return -1;
+		errno = 0;
+		if (slirp_add_hostxfwd(u->slirp, (struct sockaddr *)&f.host, sizeof(f.host),
+				       (struct sockaddr *)&f.guest, sizeof(f.guest),
+				       f.udp ? SLIRP_HOSTFWD_UDP : 0) < 0)
+			return bad_fwd(c, c->hostfwd.v[i], "cannot listen there: %s",
+				       errno ? strerror(errno) : "libslirp refused it");
+	}
+	return 0;
+}
+
+/* The thread takes no signal: they are main's (and SIGPIPE is nobody's). */
+static int user_start(struct user *u)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&u->thread, NULL, user_thread, u);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		error_report("-netdev user,id=%s: cannot start its thread: %s", u->id,
+			     strerror(err));
+		return -1;
+	}
+	u->started = true;
+	pthread_setname_np(u->thread, "slirp");
+	return 0;
+}
+
+struct netdev *netdev_user_new(const struct netdev_user_cfg *cfg)
+{
+	struct user_addrs a;
+	struct user *u;
+
+	if (resolve(cfg, &a) < 0 || !(u = user_alloc(cfg->head.id)))
+		return NULL;
+	/* Slirp is made and its ports bound here; the thread owns it after. */
+	if (user_slirp(u, cfg, &a) < 0 || add_fwds(u, cfg, &a) < 0 ||
+	    user_start(u) < 0) {
+		user_free(&u->nd);
+		return NULL;
+	}
+	return &u->nd;
+}
+
+static void user_free(struct netdev *nd)
+{
+	struct user *u = container_of(nd, struct user, nd);
+
+	if (u->started) {
+		__atomic_store_n(&u->stop, true, __ATOMIC_RELEASE);
+		kick(u->wake_fd);
+		pthread_join(u->thread, NULL);
+	}
+	/* Back on one thread: slirp's cleanup may call timer_free. */
+	if (u->slirp)
+		slirp_cleanup(u->slirp);
+	while (u->timers)
+		cb_timer_free(u->timers, u);
+	fq_destroy(&u->rx);
+	fq_destroy(&u->tx);
+	if (u->nd.rx_fd >= 0)
+		close(u->nd.rx_fd);
+	if (u->wake_fd >= 0)
+		close(u->wake_fd);
+	free(u->pfd);
+	free(u->id);
+	free(u);
+}
+
+#endif

@@ -1,0 +1,1056 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * -netdev user (net/slirp.c) driven as a NIC drives it: frames in through
+ * send(), out through rx_fd, peek() and take().  Every frame is built and
+ * read byte for byte here from the RFCs (ARP 826, IPv4 791, UDP 768, TCP
+ * 793, DHCP 2131/2132, checksums 1071) and QEMU's documented defaults,
+ * never from brisk's own constants.  Nothing waits on time: a case waits
+ * on rx_fd or a socket, bounded by WAIT_MS only to turn a hang into a
+ * failure.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/net.h"
+#include "util/opts.h"
+
+#include "capture.h"
+#include "check.h"
+
+/* The config opts_parse_new makes of arg, check included; NULL after one line. */
+static struct netdev_user_cfg *user_cfg(const char *arg, int (*check)(void *))
+{
+	return opts_parse_new(&netdev_user_spec, sizeof(struct netdev_user_cfg),
+			      &netdev_user_defaults, arg, check);
+}
+
+static void cfg_free(struct netdev_user_cfg *cfg)
+{
+	if (cfg) {
+		opts_free(&netdev_user_spec, cfg);
+		free(cfg);
+	}
+}
+
+#ifdef CONFIG_SLIRP
+
+#define WAIT_MS 20000
+#define FRAME_MAX (14 + 65535)
+
+#define IP(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
+/* QEMU's user network (qemu-options.hx, -netdev user): 10.0.2.0/24, the
+ * host at .2, DNS at .3, the first DHCP address .15. */
+#define GUEST IP(10, 0, 2, 15)
+#define HOST IP(10, 0, 2, 2)
+#define DNS IP(10, 0, 2, 3)
+
+/* QEMU's default NIC address. */
+static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+/* libslirp's "emulated hosts use the MAC addr 52:55:IP:IP:IP:IP" (src/slirp.c). */
+static const uint8_t host_mac[6] = { 0x52, 0x55, 10, 0, 2, 2 };
+static const uint8_t dns_mac[6] = { 0x52, 0x55, 10, 0, 2, 3 };
+static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+static const uint8_t zero_mac[6];
+
+enum { ETH = 14, IPH = 20, UDPH = 8, TCPH = 20, ARPL = 28 };
+enum { TCP_FIN = 1, TCP_SYN = 2, TCP_RST = 4, TCP_PSH = 8, TCP_ACK = 16 };
+
+/* ---- bytes ---- */
+
+static void put16(uint8_t *p, unsigned v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, v & 0xffff);
+}
+
+static unsigned get16(const uint8_t *p)
+{
+	return (unsigned)p[0] << 8 | p[1];
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) << 16 | get16(p + 2);
+}
+
+/* RFC 1071: the one's complement sum of 16-bit words... */
+static uint32_t sum16(uint32_t s, const uint8_t *p, size_t n)
+{
+	for (; n > 1; p += 2, n -= 2)
+		s += get16(p);
+	if (n)
+		s += (uint32_t)p[0] << 8;
+	return s;
+}
+
+/* ...folded and complemented: what goes in the field, and 0 over a good one. */
+static unsigned csum(uint32_t s)
+{
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return ~s & 0xffff;
+}
+
+/* The pseudo-header of UDP and TCP (RFC 768, RFC 793 §3.1). */
+static uint32_t pseudo(uint32_t src, uint32_t dst, unsigned proto, size_t len)
+{
+	uint8_t ph[12] = { 0 };
+
+	put32(ph, src);
+	put32(ph + 4, dst);
+	ph[9] = (uint8_t)proto;
+	put16(ph + 10, (unsigned)len);
+	return sum16(0, ph, sizeof(ph));
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- frames ---- */
+
+static void put_eth(uint8_t *f, const uint8_t *dst, const uint8_t *src, unsigned type)
+{
+	memcpy(f, dst, 6);
+	memcpy(f + 6, src, 6);
+	put16(f + 12, type);
+}
+
+/* RFC 791's header without options, TTL 64, its checksum filled in. */
+static void put_ip(uint8_t *p, unsigned proto, uint32_t src, uint32_t dst, size_t payload)
+{
+	memset(p, 0, IPH);
+	p[0] = 0x45;
+	put16(p + 2, (unsigned)(IPH + payload));
+	p[8] = 64;
+	p[9] = (uint8_t)proto;
+	put32(p + 12, src);
+	put32(p + 16, dst);
+	put16(p + 10, csum(sum16(0, p, IPH)));
+}
+
+struct pkt {
+	unsigned proto;
+	uint32_t src, dst;
+	const uint8_t *l4;
+	size_t l4_len;
+};
+
+/* An IPv4 packet in f (its header checksum checked), or false. */
+static bool parse_ip(const uint8_t *f, size_t len, struct pkt *p)
+{
+	const uint8_t *ip = f + ETH;
+	size_t ihl, total;
+
+	if (len < ETH + IPH || get16(f + 12) != 0x0800 || ip[0] >> 4 != 4)
+		return false;
+	ihl = (ip[0] & 15) * 4u;
+	total = get16(ip + 2);
+	if (ihl < IPH || total < ihl || ETH + total > len) {
+		CHECK(!"a malformed IPv4 header");
+		return false;
+	}
+	CHECK_EQ(csum(sum16(0, ip, ihl)), 0);
+	*p = (struct pkt){ ip[9], get32(ip + 12), get32(ip + 16), ip + ihl, total - ihl };
+	return true;
+}
+
+/* RFC 826, Ethernet (1) and IPv4 (0x0800). */
+static size_t arp_frame(uint8_t *f, unsigned op, const uint8_t *eth_dst, uint32_t spa,
+			const uint8_t *tha, uint32_t tpa)
+{
+	uint8_t *a = f + ETH;
+
+	put_eth(f, eth_dst, guest_mac, 0x0806);
+	put16(a, 1);
+	put16(a + 2, 0x0800);
+	a[4] = 6;
+	a[5] = 4;
+	put16(a + 6, op);
+	memcpy(a + 8, guest_mac, 6);
+	put32(a + 14, spa);
+	memcpy(a + 18, tha, 6);
+	put32(a + 24, tpa);
+	return ETH + ARPL;
+}
+
+struct arp {
+	unsigned op;
+	const uint8_t *sha, *tha;
+	uint32_t spa, tpa;
+};
+
+static bool parse_arp(const uint8_t *f, size_t len, struct arp *a)
+{
+	const uint8_t *p = f + ETH;
+
+	if (len < ETH + ARPL || get16(f + 12) != 0x0806 || get16(p) != 1 ||
+	    get16(p + 2) != 0x0800 || p[4] != 6 || p[5] != 4)
+		return false;
+	*a = (struct arp){ get16(p + 6), p + 8, p + 18, get32(p + 14), get32(p + 24) };
+	return true;
+}
+
+struct seg {
+	uint32_t src, dst;
+	unsigned sport, dport;
+	uint32_t seq, ack;
+	unsigned flags;
+	const uint8_t *data;
+	size_t len;
+};
+
+/* A segment from the guest (10.0.2.15's MAC) to slirp's host MAC. */
+static size_t tcp_frame(uint8_t *f, const struct seg *s)
+{
+	uint8_t *t = f + ETH + IPH;
+	size_t n = TCPH + s->len;
+
+	put_eth(f, host_mac, guest_mac, 0x0800);
+	put_ip(f + ETH, 6, s->src, s->dst, n);
+	memset(t, 0, TCPH);
+	put16(t, s->sport);
+	put16(t + 2, s->dport);
+	put32(t + 4, s->seq);
+	put32(t + 8, s->ack);
+	t[12] = 5 << 4;
+	t[13] = (uint8_t)s->flags;
+	put16(t + 14, 65535);
+	if (s->len)
+		memcpy(t + TCPH, s->data, s->len);
+	put16(t + 16, csum(sum16(pseudo(s->src, s->dst, 6, n), t, n)));
+	return ETH + IPH + n;
+}
+
+/* A TCP segment in f (both checksums checked), or false. */
+static bool parse_tcp(const uint8_t *f, size_t len, struct seg *s)
+{
+	struct pkt p;
+	size_t off;
+
+	if (!parse_ip(f, len, &p) || p.proto != 6 || p.l4_len < TCPH)
+		return false;
+	CHECK_EQ(csum(sum16(pseudo(p.src, p.dst, 6, p.l4_len), p.l4, p.l4_len)), 0);
+	off = (p.l4[12] >> 4) * 4u;
+	if (off < TCPH || off > p.l4_len)
+		return false;
+	*s = (struct seg){ p.src, p.dst, get16(p.l4), get16(p.l4 + 2), get32(p.l4 + 4),
+			   get32(p.l4 + 8), p.l4[13] & 0x3fu, p.l4 + off, p.l4_len - off };
+	return true;
+}
+
+/* ---- DHCP (RFC 2131 figure 1, options RFC 2132) ---- */
+
+enum { DHCP_DISCOVER = 1, DHCP_OFFER = 2, DHCP_REQUEST = 3, DHCP_ACK = 5 };
+/* The fixed fields, the cookie and a 312-byte options field: RFC 2131's
+ * 576-byte datagram. */
+#define DHCP_LEN 548
+#define COOKIE 0x63825363
+
+static size_t dhcp_frame(uint8_t *f, unsigned type, uint32_t xid, uint32_t want_ip,
+			 uint32_t server)
+{
+	uint8_t *u = f + ETH + IPH, *b = u + UDPH, *o = b + 240;
+
+	put_eth(f, bcast, guest_mac, 0x0800);
+	put_ip(f + ETH, 17, 0, IP(255, 255, 255, 255), UDPH + DHCP_LEN);
+	memset(u, 0, UDPH + DHCP_LEN);		/* UDP checksum 0: none (RFC 768) */
+	put16(u, 68);
+	put16(u + 2, 67);
+	put16(u + 4, UDPH + DHCP_LEN);
+	b[0] = 1;				/* BOOTREQUEST */
+	b[1] = 1;				/* Ethernet */
+	b[2] = 6;
+	put32(b + 4, xid);
+	memcpy(b + 28, guest_mac, 6);		/* chaddr */
+	put32(b + 236, COOKIE);
+	*o++ = 53, *o++ = 1, *o++ = (uint8_t)type;
+	if (want_ip)
+		*o++ = 50, *o++ = 4, put32(o, want_ip), o += 4;
+	if (server)
+		*o++ = 54, *o++ = 4, put32(o, server), o += 4;
+	*o++ = 55, *o++ = 4, *o++ = 1, *o++ = 3, *o++ = 6, *o++ = 12;
+	*o = 255;
+	return ETH + IPH + UDPH + DHCP_LEN;
+}
+
+struct dhcp {
+	unsigned type;
+	uint32_t yiaddr, server, router, dns, mask;
+	char hostname[256];
+};
+
+static void dhcp_option(unsigned code, const uint8_t *v, unsigned len, struct dhcp *d)
+{
+	uint32_t a = len >= 4 ? get32(v) : 0;
+
+	switch (code) {
+	case 53: d->type = len ? v[0] : 0; break;
+	case 54: d->server = a; break;
+	case 1: d->mask = a; break;
+	case 3: d->router = a; break;
+	case 6: d->dns = a; break;
+	case 12: snprintf(d->hostname, sizeof(d->hostname), "%.*s", (int)len, (const char *)v);
+		break;
+	}
+}
+
+static bool dhcp_options(const uint8_t *o, size_t n, struct dhcp *d)
+{
+	for (size_t i = 0; i < n && o[i] != 255;) {
+		if (!o[i]) {
+			i++;
+			continue;
+		}
+		if (i + 2 > n || i + 2 + o[i + 1] > n)
+			return false;
+		dhcp_option(o[i], o + i + 2, o[i + 1], d);
+		i += 2u + o[i + 1];
+	}
+	return d->type;
+}
+
+/* A BOOTREPLY to xid for the guest's MAC, or false. */
+static bool parse_dhcp(const uint8_t *f, size_t len, uint32_t xid, struct dhcp *d)
+{
+	struct pkt p;
+	const uint8_t *b;
+
+	if (!parse_ip(f, len, &p) || p.proto != 17 || p.l4_len < UDPH + 240 ||
+	    get16(p.l4) != 67 || get16(p.l4 + 2) != 68)
+		return false;
+	if (get16(p.l4 + 6))
+		CHECK_EQ(csum(sum16(pseudo(p.src, p.dst, 17, p.l4_len), p.l4, p.l4_len)), 0);
+	b = p.l4 + UDPH;
+	if (b[0] != 2 || get32(b + 4) != xid || get32(b + 236) != COOKIE)
+		return false;
+	CHECK(!memcmp(b + 28, guest_mac, 6));
+	CHECK(!memcmp(f, guest_mac, 6) || !memcmp(f, bcast, 6));
+	*d = (struct dhcp){ .yiaddr = get32(b + 16) };
+	return dhcp_options(b + 240, p.l4_len - UDPH - 240, d);
+}
+
+/* ---- the NIC's side ---- */
+
+/* In two pieces, as a NIC's descriptor chain may hold it. */
+static bool send_frame(struct netdev *nd, const uint8_t *f, size_t len)
+{
+	struct iovec iov[2] = { { (void *)f, len / 3 }, { (void *)(f + len / 3), len - len / 3 } };
+
+	return nd->ops->send(nd, iov, 2, len);
+}
+
+/* The next frame for the guest, taken into f in two pieces; 0 once past deadline. */
+static size_t next_frame(struct netdev *nd, uint8_t *f, int64_t deadline)
+{
+	for (;;) {
+		size_t len = nd->ops->peek(nd);
+		struct pollfd pfd = { nd->rx_fd, POLLIN, 0 };
+		int64_t left = deadline - now_ms();
+		uint64_t n;
+
+		if (len) {
+			struct iovec iov[2] = { { f, 7 }, { f + 7, FRAME_MAX - 7 } };
+
+			CHECK(len >= ETH && len <= FRAME_MAX);
+			nd->ops->take(nd, len <= FRAME_MAX ? iov : NULL, 2);
+			return len;
+		}
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return 0;
+		if (read(nd->rx_fd, &n, sizeof(n)) < 0)
+			CHECK(errno == EAGAIN);
+	}
+}
+
+/* Answers slirp's ARP request for the guest's address, if f is one. */
+static void answer_arp(struct netdev *nd, const uint8_t *f, size_t len)
+{
+	uint8_t r[ETH + ARPL];
+	struct arp a;
+
+	if (parse_arp(f, len, &a) && a.op == 1 && a.tpa == GUEST)
+		CHECK(send_frame(nd, r, arp_frame(r, 2, a.sha, GUEST, a.sha, a.spa)));
+}
+
+typedef bool (*frame_pred)(const uint8_t *f, size_t len, void *arg);
+
+/* Frames until one pred takes (ARP requests for the guest answered on the
+ * way): its length, or 0 after WAIT_MS. */
+static size_t wait_for(struct netdev *nd, uint8_t *f, frame_pred pred, void *arg)
+{
+	int64_t deadline = now_ms() + WAIT_MS;
+	size_t len;
+
+	while ((len = next_frame(nd, f, deadline))) {
+		if (pred(f, len, arg))
+			return len;
+		answer_arp(nd, f, len);
+	}
+	return 0;
+}
+
+static struct netdev *user_new(const char *arg, struct netdev_user_cfg **cfg)
+{
+	*cfg = user_cfg(arg, netdev_user_check);
+	return *cfg ? netdev_user_new(*cfg) : NULL;
+}
+
+static void user_free(struct netdev *nd, struct netdev_user_cfg *cfg)
+{
+	netdev_free(nd);
+	cfg_free(cfg);
+}
+
+/* ---- 1: DHCP ---- */
+
+struct dhcp_wait {
+	uint32_t xid;
+	unsigned type;
+	struct dhcp got;
+};
+
+static bool is_dhcp(const uint8_t *f, size_t len, void *arg)
+{
+	struct dhcp_wait *w = arg;
+
+	return parse_dhcp(f, len, w->xid, &w->got) && w->got.type == w->type;
+}
+
+static void check_lease(const struct dhcp *got, const struct dhcp *want)
+{
+	CHECK_EQ(got->yiaddr, want->yiaddr);
+	CHECK_EQ(got->server, want->server);
+	CHECK_EQ(got->router, want->router);
+	CHECK_EQ(got->dns, want->dns);
+	CHECK_EQ(got->mask, want->mask);
+	CHECK(!strcmp(got->hostname, want->hostname));
+}
+
+/* DISCOVER, OFFER, REQUEST, ACK (RFC 2131 §3.1). */
+static bool dhcp_exchange(struct netdev *nd, const struct dhcp *want)
+{
+	uint8_t f[FRAME_MAX];
+	struct dhcp_wait w = { .xid = 0x5a17b00f, .type = DHCP_OFFER };
+
+	REQUIRE(send_frame(nd, f, dhcp_frame(f, DHCP_DISCOVER, w.xid, 0, 0)));
+	REQUIRE(wait_for(nd, f, is_dhcp, &w));
+	check_lease(&w.got, want);
+	REQUIRE(send_frame(nd, f, dhcp_frame(f, DHCP_REQUEST, w.xid, w.got.yiaddr,
+					     w.got.server)));
+	w.type = DHCP_ACK;
+	REQUIRE(wait_for(nd, f, is_dhcp, &w));
+	check_lease(&w.got, want);
+	return true;
+}
+
+static const struct dhcp qemu_lease = {
+	.yiaddr = GUEST, .server = HOST, .router = HOST, .dns = DNS,
+	.mask = IP(255, 255, 255, 0),
+};
+
+static void test_dhcp(const char *arg, const struct dhcp *want)
+{
+	struct netdev_user_cfg *cfg;
+	struct netdev *nd = user_new(arg, &cfg);
+
+	CHECK(nd);
+	if (nd)
+		dhcp_exchange(nd, want);
+	user_free(nd, cfg);
+}
+
+/* ---- 2: ARP ---- */
+
+static bool is_arp_reply(const uint8_t *f, size_t len, void *arg)
+{
+	struct arp a;
+
+	return parse_arp(f, len, &a) && a.op == 2 && a.spa == *(uint32_t *)arg;
+}
+
+/* Who has ip?  mac, says slirp: to the guest, from mac, in both layers. */
+static bool arp_who_has(struct netdev *nd, uint32_t ip, const uint8_t *mac)
+{
+	uint8_t f[FRAME_MAX];
+	size_t len;
+	struct arp a;
+
+	REQUIRE(send_frame(nd, f, arp_frame(f, 1, bcast, GUEST, zero_mac, ip)));
+	REQUIRE((len = wait_for(nd, f, is_arp_reply, &ip)));
+	REQUIRE(parse_arp(f, len, &a));
+	CHECK(!memcmp(f, guest_mac, 6));
+	CHECK(!memcmp(f + 6, mac, 6));
+	CHECK(!memcmp(a.sha, mac, 6));
+	CHECK(!memcmp(a.tha, guest_mac, 6));
+	CHECK_EQ(a.tpa, GUEST);
+	return true;
+}
+
+static void test_arp(void)
+{
+	struct netdev_user_cfg *cfg;
+	struct netdev *nd = user_new("id=arp", &cfg);
+
+	CHECK(nd);
+	if (nd) {
+		arp_who_has(nd, HOST, host_mac);
+		arp_who_has(nd, DNS, dns_mac);
+	}
+	user_free(nd, cfg);
+}
+
+/* ---- 3: hostfwd ---- */
+
+/* A listening, non-blocking socket on 127.0.0.1, on a port the kernel picked. */
+static int listener(unsigned *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 4) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+		CHECK(!"a listening socket on 127.0.0.1");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static int connect_to(unsigned port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 &&
+	    errno != EINPROGRESS) {
+		close(fd);
+		fd = -1;
+	}
+	CHECK(fd >= 0);
+	return fd;
+}
+
+/* Exactly n bytes from fd, waited for; false after WAIT_MS. */
+static bool read_all(int fd, char *buf, size_t n)
+{
+	int64_t deadline = now_ms() + WAIT_MS;
+	size_t got = 0;
+
+	while (got < n) {
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		int64_t left = deadline - now_ms();
+		ssize_t r;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return false;
+		r = read(fd, buf + got, n - got);
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}
+
+struct tcp_wait {
+	uint32_t dst;
+	unsigned dport, flags;
+	bool data;		/* only a segment that carries data */
+	struct seg got;
+};
+
+static bool is_seg(const uint8_t *f, size_t len, void *arg)
+{
+	struct tcp_wait *w = arg;
+
+	return parse_tcp(f, len, &w->got) && w->got.dst == w->dst &&
+	       w->got.dport == w->dport && (w->data ? w->got.len > 0 :
+					    w->got.flags == w->flags);
+}
+
+#define GUEST_ISN 0x1000u
+
+/* The guest's side of a forwarded connection: SYN in, SYN-ACK out, data both ways. */
+static bool forwarded(struct netdev *nd, int hfd)
+{
+	static const char up[] = "from the guest\n", down[] = "from the host, hello\n";
+	uint8_t f[FRAME_MAX];
+	char buf[64];
+	struct tcp_wait w = { .dst = GUEST, .dport = 22, .flags = TCP_SYN };
+	struct seg s;
+
+	REQUIRE(wait_for(nd, f, is_seg, &w));
+	s = (struct seg){ GUEST, w.got.src, 22, w.got.sport, GUEST_ISN, w.got.seq + 1,
+			  TCP_SYN | TCP_ACK, NULL, 0 };
+	REQUIRE(send_frame(nd, f, tcp_frame(f, &s)));
+	s.seq++, s.flags = TCP_ACK | TCP_PSH, s.data = (const uint8_t *)up;
+	s.len = sizeof(up) - 1;
+	REQUIRE(send_frame(nd, f, tcp_frame(f, &s)));
+	REQUIRE(read_all(hfd, buf, sizeof(up) - 1));
+	CHECK(!memcmp(buf, up, sizeof(up) - 1));
+	REQUIRE(send(hfd, down, sizeof(down) - 1, MSG_NOSIGNAL) == sizeof(down) - 1);
+	w.data = true;
+	REQUIRE(wait_for(nd, f, is_seg, &w));
+	CHECK_EQ(w.got.len, sizeof(down) - 1);
+	CHECK(!memcmp(w.got.data, down, sizeof(down) - 1));
+	CHECK_EQ(w.got.seq, s.ack);
+	CHECK_EQ(w.got.ack, GUEST_ISN + 1 + sizeof(up) - 1);
+	return true;
+}
+
+static unsigned free_port(void)
+{
+	unsigned port = 0;
+	int fd = listener(&port);
+
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static void test_hostfwd(void)
+{
+	struct netdev_user_cfg *cfg;
+	struct netdev *nd;
+	char arg[128];
+	unsigned port = free_port();
+	int hfd = -1;
+
+	snprintf(arg, sizeof(arg), "id=fwd,hostfwd=tcp:127.0.0.1:%u-:22", port);
+	nd = user_new(arg, &cfg);
+	CHECK(nd);
+	if (nd && dhcp_exchange(nd, &qemu_lease) && (hfd = connect_to(port)) >= 0)
+		forwarded(nd, hfd);
+	if (hfd >= 0)
+		close(hfd);
+	user_free(nd, cfg);
+}
+
+/* ---- 4: restrict= ---- */
+
+#define GUEST_PORT 40000
+
+struct barrier_wait {
+	unsigned lport;
+	bool syn_ack;		/* a SYN-ACK from 10.0.2.2:lport went by: */
+	struct seg seg;		/* that one */
+};
+
+static bool is_barrier(const uint8_t *f, size_t len, void *arg)
+{
+	struct barrier_wait *b = arg;
+	uint32_t ip = HOST;
+	struct seg s;
+
+	if (parse_tcp(f, len, &s) && s.src == HOST && s.sport == b->lport &&
+	    (s.flags & (TCP_SYN | TCP_ACK)) == (TCP_SYN | TCP_ACK)) {
+		b->syn_ack = true;
+		b->seg = s;
+	}
+	return is_arp_reply(f, len, &ip);
+}
+
+/* A guest SYN to 10.0.2.2:lport, then an ARP round trip that shows slirp
+ * has handled the SYN (it takes the guest's frames in order). */
+static bool syn_to_host(struct netdev *nd, struct barrier_wait *b)
+{
+	uint8_t f[FRAME_MAX];
+	struct seg s = { GUEST, HOST, GUEST_PORT, b->lport, GUEST_ISN, 0, TCP_SYN, NULL, 0 };
+
+	REQUIRE(send_frame(nd, f, tcp_frame(f, &s)));
+	REQUIRE(send_frame(nd, f, arp_frame(f, 1, bcast, GUEST, zero_mac, HOST)));
+	REQUIRE(wait_for(nd, f, is_barrier, b));
+	return true;
+}
+
+static void test_restrict_on(void)
+{
+	struct netdev_user_cfg *cfg;
+	struct netdev *nd = user_new("id=r1,restrict=on", &cfg);
+	struct barrier_wait b = { 0 };
+	int lfd = listener(&b.lport);
+
+	CHECK(nd);
+	if (nd && lfd >= 0 && syn_to_host(nd, &b)) {
+		CHECK(!b.syn_ack);
+		CHECK(accept(lfd, NULL, NULL) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+	}
+	if (lfd >= 0)
+		close(lfd);
+	user_free(nd, cfg);
+}
+
+static void test_restrict_off(void)
+{
+	struct netdev_user_cfg *cfg;
+	struct netdev *nd = user_new("id=r0,restrict=off", &cfg);
+	struct barrier_wait b = { 0 };
+	int lfd = listener(&b.lport), afd = -1;
+	uint8_t f[FRAME_MAX];
+	struct tcp_wait w = { GUEST, GUEST_PORT, TCP_SYN | TCP_ACK, false, { 0 } };
+	struct pollfd pfd = { lfd, POLLIN, 0 };
+
+	CHECK(nd);
+	if (nd && lfd >= 0 && syn_to_host(nd, &b) &&
+	    (b.syn_ack || wait_for(nd, f, is_seg, &w))) {
+		struct seg *s = b.syn_ack ? &b.seg : &w.got;
+
+		CHECK_EQ(s->src, HOST);
+		CHECK_EQ(s->sport, b.lport);
+		CHECK_EQ(s->ack, GUEST_ISN + 1);
+		CHECK(poll(&pfd, 1, WAIT_MS) == 1);
+		CHECK((afd = accept(lfd, NULL, NULL)) >= 0);
+	}
+	if (afd >= 0)
+		close(afd);
+	if (lfd >= 0)
+		close(lfd);
+	user_free(nd, cfg);
+}
+
+/* ---- 5: options ---- */
+
+static const struct {
+	const char *arg, *says;
+} bad_args[] = {
+	{ "net=10.0.2.0/24", "id=" },
+	{ "id=0n", "id=0n" },
+	{ "id=n0,smb=/tmp", "'smb'" },
+	{ "id=n0,restrict=maybe", "restrict=maybe" },
+	{ "id=n0,net=10.0.2.0/33", "net=10.0.2.0/33" },
+	{ "id=n0,net=10.0.2.0/3", "net=10.0.2.0/3" },
+	{ "id=n0,net=10.0.2.0/", "net=10.0.2.0/" },
+	{ "id=n0,net=10.0.2.x/24", "'10.0.2.x'" },
+	{ "id=n0,net=10.0.2.0/255.0.255.0", "'255.0.255.0'" },
+	{ "id=n0,host=10.0.3.2", "host=10.0.3.2" },
+	{ "id=n0,host=10.0.2.256", "host=10.0.2.256" },
+	{ "id=n0,host=10.0.2.3", "dns= and host=" },
+	{ "id=n0,restrict=on,dns=8.8.8.8", "dns=8.8.8.8" },
+	{ "id=n0,dhcpstart=10.0.2.2", "dhcpstart=10.0.2.2" },
+	{ "id=n0,dhcpstart=192.168.1.15", "dhcpstart=192.168.1.15" },
+	{ "id=n0,hostfwd=tcp:x:22-:22", "hostfwd=tcp:x:22-:22: bad host address 'x'" },
+	{ "id=n0,hostfwd=icmp::22-:22", "'icmp'" },
+	{ "id=n0,hostfwd=tcp::0-:22", "bad host port '0'" },
+	{ "id=n0,hostfwd=tcp::65536-:22", "bad host port '65536'" },
+	{ "id=n0,hostfwd=tcp::22-:0", "bad guest port '0'" },
+	{ "id=n0,hostfwd=tcp::22-:x", "bad guest port 'x'" },
+	{ "id=n0,hostfwd=tcp::22-10.0.2.x:22", "'10.0.2.x'" },
+	{ "id=n0,hostfwd=tcp::22-192.168.0.5:22", "'192.168.0.5'" },
+	{ "id=n0,hostfwd=tcp::22:22", "hostfwd=tcp::22:22" },
+	{ "id=n0,hostfwd=22", "hostfwd=22" },
+	{ "id=n0,hostfwd=tcp::2222-:22,hostfwd=tcp::-:23", "hostfwd=tcp::-:23" },
+	{ "id=n0,hostfwd=", "hostfwd=" },
+	{ "id=n0,ipv4=off,ipv6=off", "ipv6=off" },
+	{ "id=n0,ipv4=off,net=10.0.2.0/24", "ipv4=off" },
+	{ "id=n0,ipv4=off,hostfwd=tcp::22-:22", "hostfwd=" },
+	{ "id=n0,ipv6=off,ipv6-net=fec0::/64", "ipv6=off" },
+	{ "id=n0,ipv6-net=fec0::/127", "ipv6-net=fec0::/127" },
+	{ "id=n0,ipv6-net=fec0::x", "'fec0::x'" },
+	{ "id=n0,ipv6-host=fec1::2", "ipv6-host=fec1::2" },
+	{ "id=n0,dnssearch=a..b", "dnssearch=a..b" },
+	{ "id=n0,tftp=/nonexistent/brisk", "tftp=/nonexistent/brisk" },
+};
+
+static void test_bad_option(const char *arg, const char *says)
+{
+	char line[512];
+	struct netdev_user_cfg *cfg;
+	int lines;
+
+	capture_begin();
+	cfg = user_cfg(arg, netdev_user_check);
+	lines = capture_end(line, sizeof(line));
+	CHECK(!cfg);
+	CHECK_EQ(lines, 1);
+	CHECK(strstr(line, says));
+	if (!strstr(line, says))
+		printf("# %s: %s", arg, line);
+	cfg_free(cfg);
+}
+
+struct good {
+	const char *arg, *net, *host, *dns, *dhcp, *net6, *host6;
+};
+
+static const struct good good_args[] = {
+	{ "id=n0", "10.0.2.0/24", "10.0.2.2", "10.0.2.3", "10.0.2.15", "fec0::/64", "fec0::2" },
+	/* Under a wider mask QEMU's net/slirp.c still puts them at x.x.2.2... */
+	{ "id=n0,net=10.0.0.0/255.255.0.0", "10.0.0.0/16", "10.0.2.2", "10.0.2.3",
+	  "10.0.2.15", "fec0::/64", "fec0::2" },
+	/* ...and a net= without a mask takes its class's (172.16/12 QEMU's own). */
+	{ "id=n0,net=172.16.0.0", "172.16.0.0/12", "172.16.2.2", "172.16.2.3",
+	  "172.16.2.15", "fec0::/64", "fec0::2" },
+	{ "id=n0,net=192.168.76.77/24,dhcpstart=192.168.76.9", "192.168.76.0/24",
+	  "192.168.76.2", "192.168.76.3", "192.168.76.9", "fec0::/64", "fec0::2" },
+	/* As QEMU, a DNS relay outside the network unless restrict=on. */
+	{ "id=n0,dns=8.8.8.8,ipv6-net=fd00:1::/48", "10.0.2.0/24", "10.0.2.2", "8.8.8.8",
+	  "10.0.2.15", "fd00:1::/48", "fd00:1::2" },
+	{ "id=n0,ipv6=off,restrict=yes,hostfwd=tcp::2222-:22,hostfwd=udp:127.0.0.1:5353-"
+	  "10.0.2.20:53,hostfwd=::0x8ae-:23", "10.0.2.0/24", "10.0.2.2", "10.0.2.3",
+	  "10.0.2.15", NULL, NULL },
+	{ "id=n0,ipv4=off", NULL, NULL, NULL, NULL, "fec0::/64", "fec0::2" },
+};
+
+static bool same(const char *a, const char *b)
+{
+	return a && b ? !strcmp(a, b) : a == b;
+}
+
+static void test_good_option(const struct good *g)
+{
+	struct netdev_user_cfg *c = user_cfg(g->arg, netdev_user_check);
+
+	CHECK(c);
+	if (!c)
+		return;
+	CHECK(same(c->net, g->net));
+	CHECK(same(c->host, g->host));
+	CHECK(same(c->dns, g->dns));
+	CHECK(same(c->dhcpstart, g->dhcp));
+	CHECK(same(c->ipv6_net, g->net6));
+	CHECK(same(c->ipv6_host, g->host6));
+	cfg_free(c);
+}
+
+/* -netdev user,help names every key and its QEMU default. */
+static void test_help(void)
+{
+	char buf[8192];
+	FILE *f = tmpfile();
+	size_t n;
+
+	CHECK(f);
+	if (!f)
+		return;
+	opts_print_help(f, &netdev_user_spec);
+	rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	for (const char *k = "id=\0net=\0host=\0dns=\0dhcpstart=\0restrict=\0hostname=\0"
+			     "domainname=\0ipv6=\0hostfwd=\0ipv4=\0"; *k; k += strlen(k) + 1)
+		CHECK(strstr(buf, k));
+	CHECK(strstr(buf, "10.0.2.0/24"));
+}
+
+/* A hostfwd= port someone holds: NULL, one line naming the rule and why. */
+static void test_busy_port(void)
+{
+	struct netdev_user_cfg *cfg;
+	struct netdev *nd;
+	char arg[128], rule[64], line[512];
+	unsigned port;
+	int lfd = listener(&port), lines;
+
+	snprintf(rule, sizeof(rule), "hostfwd=tcp:127.0.0.1:%u-:22", port);
+	snprintf(arg, sizeof(arg), "id=busy,%s", rule);
+	cfg = user_cfg(arg, netdev_user_check);
+	CHECK(cfg && lfd >= 0);
+	if (cfg && lfd >= 0) {
+		capture_begin();
+		nd = netdev_user_new(cfg);
+		lines = capture_end(line, sizeof(line));
+		CHECK(!nd);
+		netdev_free(nd);
+		CHECK_EQ(lines, 1);
+		CHECK(strstr(line, rule) && strstr(line, strerror(EADDRINUSE)));
+	}
+	if (lfd >= 0)
+		close(lfd);
+	cfg_free(cfg);
+}
+
+/* ---- 6: the queues ---- */
+
+/* n ARP requests for 10.0.2.2; a refused send (the queue full) is retried. */
+static bool arp_flood(struct netdev *nd, unsigned n)
+{
+	int64_t deadline = now_ms() + WAIT_MS;
+	uint8_t f[ETH + ARPL];
+	size_t len = arp_frame(f, 1, bcast, GUEST, zero_mac, HOST);
+
+	for (unsigned i = 0; i < n; i++)
+		while (!send_frame(nd, f, len)) {
+			if (now_ms() > deadline)
+				return false;
+			sched_yield();
+		}
+	return true;
+}
+
+/* rx_dropped has no event of its own: spin on it, bounded as the rest. */
+static bool dropped_reaches(struct netdev *nd, uint64_t want)
+{
+	int64_t deadline = now_ms() + WAIT_MS;
+
+	while (__atomic_load_n(&nd->rx_dropped, __ATOMIC_RELAXED) < want &&
+	       now_ms() < deadline)
+		sched_yield();
+	return __atomic_load_n(&nd->rx_dropped, __ATOMIC_RELAXED) == want;
+}
+
+/*
+ * A guest that reads nothing: slirp answers all 1100 requests, the receive
+ * queue keeps 1024 frames (QEMU's net queue bound too) and drops the rest.
+ */
+static bool receive_bound(struct netdev *nd)
+{
+	uint8_t f[FRAME_MAX];
+	int64_t deadline = now_ms() + WAIT_MS;
+	unsigned replies = 0;
+	struct arp a;
+	size_t len;
+
+	REQUIRE(arp_flood(nd, 1100));
+	REQUIRE(dropped_reaches(nd, 1100 - 1024));
+	for (unsigned i = 0; i < 10; i++)
+		nd->ops->take(nd, NULL, 0);	/* dropped by the NIC: no room */
+	while (nd->ops->peek(nd) && (len = next_frame(nd, f, deadline)))
+		replies += parse_arp(f, len, &a) && a.op == 2 && a.spa == HOST;
+	CHECK_EQ(replies, 1024 - 10);
+	REQUIRE(arp_who_has(nd, DNS, dns_mac));
+	CHECK_EQ(nd->rx_dropped, 1100 - 1024);
+	CHECK_EQ(nd->ops->peek(nd), 0);
+	return true;
+}
+
+static void test_receive_bound(void)
+{
+	struct netdev_user_cfg *cfg;
+	/* ipv6=off: no router advertisements in the count. */
+	struct netdev *nd = user_new("id=q,ipv6=off", &cfg);
+
+	CHECK(nd);
+	if (nd)
+		receive_bound(nd);
+	user_free(nd, cfg);
+}
+
+/* Whether a frame for the guest waits (none taken), waited for. */
+static bool queued(struct netdev *nd)
+{
+	struct pollfd pfd = { nd->rx_fd, POLLIN, 0 };
+	int64_t deadline = now_ms() + WAIT_MS;
+
+	while (!nd->ops->peek(nd)) {
+		int64_t left = deadline - now_ms();
+		uint64_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return false;
+		if (read(nd->rx_fd, &n, sizeof(n)) < 0)
+			CHECK(errno == EAGAIN);
+	}
+	return true;
+}
+
+/* free() with frames for the guest queued and the guest's still going in:
+ * the ASan build finds what leaks. */
+static void test_free_queued(void)
+{
+	struct netdev_user_cfg *cfg;
+	struct netdev *nd = user_new("id=q2", &cfg);
+	uint8_t f[ETH + ARPL];
+	size_t len = arp_frame(f, 1, bcast, GUEST, zero_mac, HOST);
+	unsigned sent = 0;
+
+	CHECK(nd);
+	if (nd && arp_flood(nd, 100) && queued(nd)) {
+		for (unsigned i = 0; i < 2000; i++)
+			sent += send_frame(nd, f, len);
+		CHECK(sent > 0);
+	}
+	user_free(nd, cfg);
+}
+
+int main(void)
+{
+	static const struct dhcp lease76 = {
+		.yiaddr = IP(192, 168, 76, 9), .server = IP(192, 168, 76, 2),
+		.router = IP(192, 168, 76, 2), .dns = IP(192, 168, 76, 3),
+		.mask = IP(255, 255, 255, 0), .hostname = "guest1",
+	};
+
+	RUN(test_dhcp("id=n0", &qemu_lease));
+	RUN(test_dhcp("id=n1,net=192.168.76.0/24,dhcpstart=192.168.76.9,hostname=guest1",
+		      &lease76));
+	RUN(test_arp());
+	RUN(test_hostfwd());
+	RUN(test_restrict_on());
+	RUN(test_restrict_off());
+	for (unsigned i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++) {
+		test_bad_option(bad_args[i].arg, bad_args[i].says);
+		check_case("refused: -netdev user,%s", bad_args[i].arg);
+	}
+	for (unsigned i = 0; i < sizeof(good_args) / sizeof(good_args[0]); i++) {
+		test_good_option(&good_args[i]);
+		check_case("taken: -netdev user,%s", good_args[i].arg);
+	}
+	RUN(test_help());
+	RUN(test_busy_port());
+	RUN(test_receive_bound());
+	RUN(test_free_queued());
+	return check_done();
+}
+
+#else
+
+#define NO_SLIRP "brisk: -netdev user: user networking is not in this build (brisk " \
+		 "was built without libslirp)\n"
+
+/* Without libslirp: the options still parse for help, and both the check
+ * and the back end refuse with exactly one line. */
+static void test_no_slirp(void)
+{
+	char line[512];
+	struct netdev_user_cfg *cfg;
+	struct netdev *nd;
+
+	capture_begin();
+	cfg = user_cfg("id=n0", netdev_user_check);
+	CHECK_EQ(capture_end(line, sizeof(line)), 1);
+	CHECK(!cfg && !strcmp(line, NO_SLIRP));
+	cfg_free(cfg);
+	cfg = user_cfg("id=n0", NULL);
+	CHECK(cfg);
+	capture_begin();
+	nd = cfg ? netdev_user_new(cfg) : NULL;
+	CHECK_EQ(capture_end(line, sizeof(line)), cfg ? 1 : 0);
+	CHECK(!nd && (!cfg || !strcmp(line, NO_SLIRP)));
+	cfg_free(cfg);
+}
+
+int main(void)
+{
+	RUN(test_no_slirp());
+	check_skip("DHCP, ARP, hostfwd=, restrict=, options, queues",
+		   "brisk was built without libslirp");
+	return check_done();
+}
+
+#endif
