@@ -11,6 +11,7 @@
 #include "hw/char/chardev-socket.h"
 #include "hw/cli.h"
 #include "hw/device.h"
+#include "hw/nic-cmdline.h"
 #include "hw/object.h"
 #include "util/log.h"
 #include "util/opts.h"
@@ -106,6 +107,27 @@ static int unknown(const char *opt, const char *noun, const char *name, size_t l
 	return -1;
 }
 
+/* NICs of QEMU's that brisk has not, for which virtio-net-pci stands in. */
+static bool nic_model_known(const char *name, size_t len)
+{
+	static const char *const models[] = {
+		"e1000", "e1000e", "e1000-82544gc", "e1000-82545em", "igb", "rtl8139",
+		"ne2k_pci", "pcnet", "vmxnet3", "i82559er", "tulip", NULL,
+	};
+
+	for (unsigned i = 0; models[i]; i++)
+		if (strlen(models[i]) == len && !strncmp(models[i], name, len))
+			return true;
+	return false;
+}
+
+static int nic_model_refused(const char *opt, const char *name, size_t len)
+{
+	error_report("%s %.*s: brisk's network device is virtio-net-pci "
+		     "(-device virtio-net-pci,netdev=ID)", opt, (int)len, name);
+	return -1;
+}
+
 /*
  * -device NAME,...: the device table decides.  A board device is parsed
  * into board_cfg now; the others are parsed where they are made (disks
@@ -120,7 +142,8 @@ static int parse_device(const char *arg, struct cli_opts *o)
 	if (!table_head(arg, "driver", CLI_DEVICE_LIST, o, &name, &len, &rest))
 		return 0;
 	if (!(f = device_find(name, len)))
-		return unknown("-device", "device", name, len);
+		return nic_model_known(name, len) ? nic_model_refused("-device", name, len) :
+		       unknown("-device", "device", name, len);
 	if (opts_wants_help(rest)) {
 		o->action = CLI_OPT_HELP;
 		o->help = f->spec;
@@ -157,28 +180,80 @@ static int parse_export(const char *arg, struct cli_opts *o)
 	return add_blk(o, CLI_BLK_EXPORT, arg, f->spec);
 }
 
-/* -object TYPE,id=ID,...: the object table decides; hw/main.c makes them. */
-static int parse_object(const char *arg, struct cli_opts *o)
+/*
+ * -object TYPE,id=ID,... and -netdev TYPE,id=ID,...: the object table
+ * decides; hw/main.c makes them, in command-line order, before any device.
+ */
+static int parse_object(const char *option, const char *arg, struct cli_opts *o)
 {
+	bool netdev = !strcmp(option, "-netdev");
 	const struct object_type *t;
 	const char *name, *rest;
 	size_t len;
 
-	if (!table_head(arg, "qom-type", CLI_OBJECT_LIST, o, &name, &len, &rest))
+	if (!table_head(arg, netdev ? "type" : "qom-type",
+			netdev ? CLI_NETDEV_LIST : CLI_OBJECT_LIST, o, &name, &len, &rest))
 		return 0;
-	if (!(t = object_type_find(name, len)))
-		return unknown("-object", "type", name, len);
+	if (!(t = netdev ? netdev_type_find(name, len) : object_type_find(name, len)))
+		return unknown(option, "type", name, len);
 	if (opts_wants_help(rest)) {
 		o->action = CLI_OPT_HELP;
 		o->help = t->spec;
 		return 0;
 	}
 	if (o->nr_objects == CLI_MAX_OBJECTS) {
-		error_report("too many -object options (at most %d)", CLI_MAX_OBJECTS);
+		error_report("too many -object and -netdev options (at most %d)",
+			     CLI_MAX_OBJECTS);
 		return -1;
 	}
 	o->objects[o->nr_objects++] = (struct cli_object){ t, rest };
 	return 0;
+}
+
+/*
+ * QEMU's older ways to make a NIC and its back end in one go: -nic, and
+ * -net nic paired with -net user.  hw/main.c turns them into a -netdev
+ * and a -device virtio-net-pci (brisk's only NIC).
+ */
+static int add_nic(struct cli_opts *o, enum cli_nic_kind kind, const char *arg)
+{
+	if (o->nr_nics == CLI_MAX_NICS) {
+		error_report("too many -nic and -net options (at most %d)", CLI_MAX_NICS);
+		return -1;
+	}
+	o->nics[o->nr_nics++] = (struct cli_nic){ kind, arg };
+	return 0;
+}
+
+/* -nic none|TYPE[,model=M][,mac=MAC][,back-end properties]. */
+static int parse_nic(const char *arg, struct cli_opts *o)
+{
+	if (!strcmp(arg, "none"))
+		return 0;
+	if (!strcmp(arg, "help")) {
+		o->action = CLI_NETDEV_LIST;
+		return 0;
+	}
+	return nic_cmdline_check("-nic", arg) ? -1 : add_nic(o, CLI_NIC, arg);
+}
+
+/* -net none | nic[,model=M][,macaddr=MAC] | user[,...]. */
+static int parse_net(const char *arg, struct cli_opts *o)
+{
+	const char *name, *rest;
+	size_t len;
+
+	if (!strcmp(arg, "none"))
+		return 0;
+	if (!table_head(arg, "type", CLI_NETDEV_LIST, o, &name, &len, &rest))
+		return 0;
+	if (len == 3 && !strncmp(name, "nic", 3))
+		return nic_cmdline_check("-net nic", rest) ? -1 : add_nic(o, CLI_NET_NIC, rest);
+	if (netdev_type_find(name, len))
+		return add_nic(o, CLI_NET_BACKEND, arg);
+	error_report("-net %.*s: brisk takes -net none, -net nic or -net TYPE with a "
+		     "-netdev type (brisk -netdev help lists them)", (int)len, name);
+	return -1;
 }
 
 static int parse_serial(const char *arg, struct cli_opts *o)
@@ -218,8 +293,6 @@ static const struct {
 	{ "vga", { "none" }, "brisk has no display" },
 	{ "monitor", { "none" }, "brisk has no monitor" },
 	{ "parallel", { "none" }, "brisk has no parallel port" },
-	{ "net", { "none" }, "brisk has no network device" },
-	{ "nic", { "none" }, "brisk has no network device" },
 };
 
 static int parse_fixed(const char *opt, const char *arg, struct cli_opts *o)
@@ -360,6 +433,8 @@ static int cli_check_daemon(const struct cli_opts *o)
 		what = "-device";
 		dev = o->devices[0].family->name;
 	}
+	if (!what && o->nr_nics)
+		what = o->nics[0].kind == CLI_NIC ? "-nic" : "-net";
 	if (what) {
 		error_report("%s%s%.*s needs a guest; with -export brisk runs none and "
 			     "serves its drives to other processes", what, *dev ? " " : "",
@@ -374,7 +449,8 @@ enum opt_id {
 	OPT_DEVICE, OPT_DRIVE, OPT_NAME, OPT_TIMEOUT, OPT_NOGRAPHIC,
 	OPT_NOREBOOT, OPT_HELP, OPT_VERSION, OPT_ACCEL, OPT_CHECK_KVM,
 	OPT_DTB, OPT_MACHINE, OPT_EXPORT, OPT_CHARDEV, OPT_FIXED, OPT_ACTION,
-	OPT_RTC, OPT_SNAPSHOT, OPT_NODEFAULTS, OPT_NOOP, OPT_OBJECT,
+	OPT_RTC, OPT_SNAPSHOT, OPT_NODEFAULTS, OPT_NOOP, OPT_OBJECT, OPT_NETDEV,
+	OPT_NET, OPT_NIC,
 };
 
 static const struct {
@@ -398,7 +474,8 @@ static const struct {
 	{ "cpu", OPT_FIXED, true }, { "display", OPT_FIXED, true },
 	{ "vga", OPT_FIXED, true }, { "monitor", OPT_FIXED, true },
 	{ "parallel", OPT_FIXED, true },
-	{ "net", OPT_FIXED, true }, { "nic", OPT_FIXED, true },
+	{ "net", OPT_NET, true }, { "nic", OPT_NIC, true },
+	{ "netdev", OPT_NETDEV, true },
 	{ "action", OPT_ACTION, true }, { "rtc", OPT_RTC, true },
 	{ "snapshot", OPT_SNAPSHOT, false },
 	{ "nodefaults", OPT_NODEFAULTS, false },
@@ -428,7 +505,10 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *name,
 	case OPT_DEVICE: return parse_device(arg, o);
 	case OPT_DRIVE: return add_blk(o, CLI_BLK_DRIVE, arg, &blk_drive_spec);
 	case OPT_EXPORT: return parse_export(arg, o);
-	case OPT_OBJECT: return parse_object(arg, o);
+	case OPT_OBJECT: return parse_object("-object", arg, o);
+	case OPT_NETDEV: return parse_object("-netdev", arg, o);
+	case OPT_NET: return parse_net(arg, o);
+	case OPT_NIC: return parse_nic(arg, o);
 	case OPT_CHARDEV: return add_blk(o, CLI_BLK_CHARDEV, arg, &chardev_socket_spec);
 	case OPT_TIMEOUT: return parse_list(&timeout_spec, arg, o);
 	case OPT_NOGRAPHIC: return 0;	/* brisk has no display anyway */
@@ -559,6 +639,17 @@ void cli_print_help(void)
 	      "                      serve a drive to vhost-user front-ends (QEMU...)\n"
 	      "                      on a Unix socket; brisk then runs no guest\n"
 	      "\n"
+	      "Network:\n"
+	      "  -netdev user,id=ID[,net=10.0.2.0/24][,host=10.0.2.2][,dns=10.0.2.3]\n"
+	      "         [,dhcpstart=10.0.2.15][,restrict=off][,hostname=H]\n"
+	      "         [,hostfwd=tcp|udp:[HOSTADDR]:HOSTPORT-[GUESTADDR]:GUESTPORT]...\n"
+	      "                      QEMU's user networking (-netdev help)\n"
+	      "  -device virtio-net-pci,netdev=ID[,mac=52:54:00:12:34:56][,host_mtu=N]\n"
+	      "                      the guest's NIC (virtio-net also names it)\n"
+	      "  -nic user[,model=virtio-net-pci][,mac=MAC][,-netdev user's properties]\n"
+	      "  -net nic[,model=virtio][,macaddr=MAC] -net user[,...]\n"
+	      "                      both at once; brisk's NIC is always virtio-net-pci\n"
+	      "\n"
 	      "KVM:\n"
 	      "  -accel kvm[,check=on|off]  check=off boots even where /dev/kvm\n"
 	      "                      fails brisk's test guest (see --check-kvm)\n"
@@ -571,8 +662,8 @@ void cli_print_help(void)
 	      "Accepted for QEMU's command lines, as brisk has none of what they\n"
 	      "turn off: -nographic, -no-reboot (a guest reboot always ends brisk),\n"
 	      "-display none, -vga none, -monitor none, -parallel none, -net none,\n"
-	      "-nic none, -no-user-config, -nodefaults (no console unless -serial\n"
-	      "gives one).\n"
+	      "-nic none (brisk makes no NIC unless asked), -no-user-config,\n"
+	      "-nodefaults (no console unless -serial gives one).\n"
 	      "\n"
 	      "Given twice, -kernel, -initrd, -append, -dtb, -m, -smp, -name and\n"
 	      "-timeout take the last value, as QEMU does; a second -serial is\n"

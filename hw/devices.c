@@ -11,6 +11,7 @@
 #include "hw/device.h"
 #include "hw/misc/debug-exit.h"
 #include "hw/misc/pvpanic.h"
+#include "hw/virtio/virtio-net.h"
 #include "hw/virtio/virtio-plug.h"
 #include "hw/virtio/virtio-rng.h"
 #include "util/compiler.h"
@@ -20,6 +21,8 @@ static const struct device_family *const families[] = {
 	&virtio_blk_pci_family,
 	&vhost_user_blk_pci_family,
 	&virtio_rng_pci_family,
+	&virtio_net_pci_family,
+	&virtio_net_family,
 	&isa_debug_exit_family,
 	&pvpanic_family,
 };

@@ -21,6 +21,7 @@
 #include "hw/cli.h"
 #include "hw/device.h"
 #include "hw/machine.h"
+#include "hw/nic-cmdline.h"
 #include "hw/object.h"
 #include "hw/pci/pci.h"
 #include "util/clock.h"
@@ -97,7 +98,7 @@ static int devices_parse(struct brisk *b)
 		if (device_set_add(b->devices, o->devices[i].family, o->devices[i].props,
 				   b->objects))
 			return -1;
-	return 0;
+	return nic_cmdline_add(o, b->objects, b->devices);
 }
 
 /*
@@ -364,7 +365,7 @@ int main(int argc, char **argv)
 	}
 	if (b->opts.action == CLI_HELP || b->opts.action == CLI_DEVICE_LIST ||
 	    b->opts.action == CLI_EXPORT_LIST || b->opts.action == CLI_OPT_HELP ||
-	    b->opts.action == CLI_OBJECT_LIST ||
+	    b->opts.action == CLI_OBJECT_LIST || b->opts.action == CLI_NETDEV_LIST ||
 	    b->opts.action == CLI_VALUES_HELP) {
 		if (b->opts.action == CLI_HELP)
 			cli_print_help();
@@ -375,7 +376,9 @@ int main(int argc, char **argv)
 		else if (b->opts.action == CLI_EXPORT_LIST)
 			export_print_list(stdout);
 		else if (b->opts.action == CLI_OBJECT_LIST)
-			object_print_list(stdout);
+			object_print_list(stdout, "-object");
+		else if (b->opts.action == CLI_NETDEV_LIST)
+			object_print_list(stdout, "-netdev");
 		else
 			opts_print_help(stdout, b->opts.help);
 		free(b);

@@ -3,14 +3,17 @@
  * Every type -object can make, in one table, and the set of those the
  * command line made.  Devices find them by id (object_find()).
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "hw/object.h"
+#include "net/net.h"
 #include "util/compiler.h"
 #include "util/log.h"
 
@@ -80,28 +83,49 @@ static const struct object_rng_cfg rng_defaults;
 static const struct object_cfg plain_defaults;
 
 static const struct object_type types[] = {
-	{ "rng-random", "virtio-rng's bytes read from a file (filename=, default "
+	{ "-object", "rng-random", "virtio-rng's bytes read from a file (filename=, default "
 	  "/dev/urandom)", &rng_random_spec, sizeof(struct object_rng_cfg), &rng_defaults,
 	  rng_random_check },
-	{ "rng-builtin", "virtio-rng's bytes from the host's getrandom(2), as without rng=",
+	{ "-object", "rng-builtin", "virtio-rng's bytes from the host's getrandom(2), as without rng=",
 	  &rng_builtin_spec, sizeof(struct object_rng_cfg), &rng_defaults, NULL },
-	{ "iothread", "a name for virtio-blk-pci's iothread=; each brisk disk has its "
+	{ "-object", "iothread", "a name for virtio-blk-pci's iothread=; each brisk disk has its "
 	  "own I/O threads", &iothread_spec, sizeof(struct object_cfg), &plain_defaults, NULL },
+	{ "-netdev", "user", "QEMU's user networking (libslirp): DHCP, DNS, hostfwd= port "
+	  "forwards", &netdev_user_spec, sizeof(struct netdev_user_cfg), &netdev_user_defaults,
+	  netdev_user_check },
 };
 
-const struct object_type *object_type_find(const char *name, size_t len)
+/* A -netdev's config is an object's: its id first. */
+static_assert(offsetof(struct netdev_cfg, id) == offsetof(struct object_cfg, id),
+	      "a -netdev config starts with its id");
+
+static const struct object_type *type_find(const char *option, const char *name,
+					   size_t len)
 {
 	for (unsigned i = 0; i < ARRAY_SIZE(types); i++)
-		if (strlen(types[i].name) == len && !strncmp(types[i].name, name, len))
+		if (!strcmp(types[i].option, option) && strlen(types[i].name) == len &&
+		    !strncmp(types[i].name, name, len))
 			return &types[i];
 	return NULL;
 }
 
-void object_print_list(FILE *f)
+const struct object_type *object_type_find(const char *name, size_t len)
 {
-	fputs("Objects (-object TYPE,help lists a type's properties):\n", f);
+	return type_find("-object", name, len);
+}
+
+const struct object_type *netdev_type_find(const char *name, size_t len)
+{
+	return type_find("-netdev", name, len);
+}
+
+void object_print_list(FILE *f, const char *option)
+{
+	fprintf(f, "%s (%s TYPE,help lists a type's properties):\n",
+		strcmp(option, "-netdev") ? "Objects" : "Network back ends", option);
 	for (unsigned i = 0; i < ARRAY_SIZE(types); i++)
-		fprintf(f, "  %-20s %s\n", types[i].name, types[i].help);
+		if (!strcmp(types[i].option, option))
+			fprintf(f, "  %-20s %s\n", types[i].name, types[i].help);
 }
 
 struct object {
@@ -140,7 +164,7 @@ int object_set_add(struct object_set *s, const struct object_type *t, const char
 		return -1;
 	for (unsigned i = 0; i < s->n; i++) {
 		if (!strcmp(s->o[i].cfg->id, cfg->id)) {
-			error_report("-object: duplicate id '%s'", cfg->id);
+			error_report("%s: duplicate id '%s'", t->option, cfg->id);
 			object_cfg_free(t, cfg);
 			return -1;
 		}
@@ -163,10 +187,13 @@ const struct object_cfg *object_find(const struct object_set *s, const char *id,
 		for (unsigned j = 0; types_ok[j]; j++)
 			if (!strcmp(s->o[i].t->name, types_ok[j]))
 				return s->o[i].cfg;
-		error_report("%s: -object %s is %s, not %s", who, id, s->o[i].t->name, names);
+		error_report("%s: %s %s is %s, not %s", who, s->o[i].t->option, id,
+			     s->o[i].t->name, names);
 		return NULL;
 	}
-	error_report("%s: no -object with that id (of type %s)", who, names);
+	error_report("%s: no %s with that id (of type %s)", who,
+		     type_find("-netdev", types_ok[0], strlen(types_ok[0])) ? "-netdev" : "-object",
+		     names);
 	return NULL;
 }
 

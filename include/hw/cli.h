@@ -16,12 +16,14 @@
 #define CLI_MAX_BLK_ARGS 64
 #define CLI_MAX_DEVICES 64
 #define CLI_MAX_OBJECTS 64
+#define CLI_MAX_NICS 8
 
 enum cli_action {
 	CLI_RUN, CLI_HELP, CLI_VERSION, CLI_CHECK_KVM, CLI_ACCEL_HELP,
 	CLI_DEVICE_LIST,	/* -device help */
 	CLI_EXPORT_LIST,	/* -export help */
 	CLI_OBJECT_LIST,	/* -object help */
+	CLI_NETDEV_LIST,	/* -netdev help */
 	CLI_OPT_HELP,		/* -device NAME,help, -drive help...: print help */
 	CLI_VALUES_HELP,	/* -cpu help, -display help...: the values taken */
 };
@@ -53,6 +55,18 @@ struct cli_object {
 	const char *props;		/* what follows its type */
 };
 
+/* -nic, -net nic, -net user: a NIC and its back end in one option. */
+enum cli_nic_kind {
+	CLI_NIC,		/* -nic TYPE,...: both */
+	CLI_NET_NIC,		/* -net nic,...: the NIC of the -net back end */
+	CLI_NET_BACKEND,	/* -net TYPE,...: the back end of the -net nic */
+};
+
+struct cli_nic {
+	enum cli_nic_kind kind;
+	const char *arg;	/* CLI_NET_NIC: what follows "nic," */
+};
+
 struct cli_opts {
 	enum cli_action action;
 	const struct opt_spec *help;	/* CLI_OPT_HELP: whose */
@@ -72,6 +86,8 @@ struct cli_opts {
 	unsigned nr_devices;
 	struct cli_object objects[CLI_MAX_OBJECTS];
 	unsigned nr_objects;
+	struct cli_nic nics[CLI_MAX_NICS];
+	unsigned nr_nics;
 	struct cli_blk_arg blk[CLI_MAX_BLK_ARGS];
 	unsigned nr_blk;
 	/* With -export brisk runs no guest: it serves its disks to others. */

@@ -42,6 +42,11 @@ struct machine {
 	 */
 	bool ram_shared;
 	enum machine_panic panic;
+	/*
+	 * NICs given a default MAC so far: QEMU's first is 52:54:00:12:34:56,
+	 * each further one a last byte higher.
+	 */
+	unsigned nic_macs;
 
 	/*
 	 * Ends the VM: brisk stops every vCPU and exits with status.  Any

@@ -6,7 +6,7 @@
  * What the command line's -object can make: back ends that devices name
  * by id, as QEMU's do (-object rng-random,id=r0,filename=/dev/urandom
  * -device virtio-rng-pci,rng=r0).  One table (hw/object.c) lists every
- * type; hw/main.c parses each -object into a set before any device, and
+ * type, -netdev's too; hw/main.c parses each into a set before any device, and
  * a device's property is resolved against that set, before /dev/kvm.
  */
 #include <stdio.h>
@@ -25,6 +25,11 @@ struct object_rng_cfg {
 };
 
 struct object_type {
+	/*
+	 * The option that makes it: "-object", or "-netdev" for a network
+	 * back end (QEMU keeps them apart; here they share the id space).
+	 */
+	const char *option;
 	const char *name;		/* "rng-random" */
 	const char *help;		/* one line for "-object help" */
 	const struct opt_spec *spec;	/* its properties, id= first */
@@ -34,9 +39,12 @@ struct object_type {
 	int (*check)(void *cfg);
 };
 
-/* The type named by the len bytes at name; NULL if none. */
+/* The -object type named by the len bytes at name; NULL if none. */
 const struct object_type *object_type_find(const char *name, size_t len);
-void object_print_list(FILE *f);
+/* The same for -netdev's types. */
+const struct object_type *netdev_type_find(const char *name, size_t len);
+/* "-object help" or "-netdev help" (option says which). */
+void object_print_list(FILE *f, const char *option);
 
 struct object_set;
 struct object_set *object_set_new(void);

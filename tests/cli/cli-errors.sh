@@ -108,7 +108,22 @@ expect "-device virtio-rng-pci: period=0: need 1 to 4294967295$" "${K[@]}" -devi
 expect "-device virtio-rng-pci: unknown option 'rate' (known: max-bytes, period, rng)$" "${K[@]}" -device virtio-rng-pci,rate=1
 expect "-device virtio-rng-pci: max-bytes= given twice$" "${K[@]}" -device virtio-rng-pci,max-bytes=1,max-bytes=2
 expect "-device isa-debug-exit: iosize=5: need 1 to 4$" "${K[@]}" -device isa-debug-exit,iosize=5
-expect "-device: unknown device 'virtio-net-pci' (brisk -device help lists them)$" "${K[@]}" -device virtio-net-pci
+expect "-device: unknown device 'virtio-nic' (brisk -device help lists them)$" "${K[@]}" -device virtio-nic
+# Networking (hw/nic-cmdline.c): QEMU's other NICs name brisk's one.
+expect "-device e1000: brisk's network device is virtio-net-pci (-device virtio-net-pci,netdev=ID)$" \
+	"${K[@]}" -device e1000,netdev=net0 -netdev user,id=net0
+expect "-net nic: model=e1000: brisk's network device is virtio-net-pci (model=virtio-net-pci, or leave model= out)$" \
+	"${K[@]}" -net nic,model=e1000 -net user
+expect "-nic: model=rtl8139: brisk's network device is virtio-net-pci" "${K[@]}" -nic user,model=rtl8139
+expect "-net tap: brisk takes -net none, -net nic or -net TYPE with a -netdev type (brisk -netdev help lists them)$" \
+	"${K[@]}" -net nic -net tap,ifname=tap0
+expect "-netdev: unknown type 'tap' (brisk -netdev help lists them)$" "${K[@]}" -netdev tap,id=t0
+expect "-nic tap: no such network back end (brisk -netdev help lists them)$" "${K[@]}" -nic tap
+expect "-net nic: a second one (brisk joins one -net nic to one -net back end; use -nic or -netdev for more)$" \
+	"${K[@]}" -net nic -net nic -net user
+expect "-net nic: foo=1: brisk's -net nic takes model= and macaddr=$" "${K[@]}" -net nic,foo=1 -net user
+expect "-netdev: duplicate id 'n0'$" "${K[@]}" -netdev user,id=n0 -netdev user,id=n0
+expect "-object: duplicate id 'n0'$" "${K[@]}" -netdev user,id=n0 -object iothread,id=n0
 expect "-machine: accel=kvm:: brisk has only kvm" "${K[@]}" -machine q35,accel=kvm:
 expect "-device pvpanic: unknown option 'x' (it has none)$" "${K[@]}" -device pvpanic,x=1
 # -object: the types devices name by id (hw/object.c), each type's
@@ -141,6 +156,9 @@ expect_ok "^  addr.path=<str>  *- .*(required)\$" -export vhost-user-blk,help
 expect_ok "^  vhost-user-blk  *a drive served" -export help
 expect_ok "^  rng-random  *virtio-rng's bytes read from a file" -object help
 expect_ok "^  filename=<str>  *- .*(default: /dev/urandom)\$" -object rng-random,help
+expect_ok "^  user  *QEMU's user networking" -netdev help
+expect_ok "^  user  *QEMU's user networking" -nic help
+expect_ok "^  hostfwd=<str, repeatable>" -netdev user,help
 expect_ok "^  path=<str>" -chardev socket,help
 expect_ok "^  base=<utc|localtime>" -rtc help
 expect_ok "^  size=<size>" -m help

@@ -8,7 +8,7 @@
 # the status it writes; where none can, brisk stops at /dev/kvm with one
 # line.  A "refuse:WORD" line asks for something brisk lacks: exit 1 and
 # one stderr line holding WORD ('_' stands for a space).  Placeholders: KERNEL, INITRD, DISK,
-# CMDLINE (one argument).  Output is TAP.
+# CMDLINE (one argument), HOSTPORT (a free port of 127.0.0.1).  Output is TAP.
 
 set -u
 brisk=${1:?usage: qemu-lines.sh path/to/brisk TABLE}
@@ -20,6 +20,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 fake_bzimage "$tmp/bzImage"
+# A TCP port of 127.0.0.1 that nothing listens on now.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 : >"$tmp/initrd"
 truncate -s 64M "$tmp/disk.raw"
 
@@ -38,6 +42,7 @@ while IFS= read -r line; do
 		w=${w//INITRD/$tmp/initrd}
 		w=${w//DISK/$tmp/disk.raw}
 		w=${w//CMDLINE/console=ttyS0 panic=-1}
+		w=${w//HOSTPORT/$(free_port)}
 		args+=("$w")
 	done
 	desc="${words[*]:1} [$source]"

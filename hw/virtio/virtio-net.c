@@ -1,0 +1,766 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * virtio-net (VIRTIO 1.2, 5.1) on the modern PCI transport: one queue
+ * pair between the guest and a network back end (include/net/net.h).
+ *
+ * It runs on the main loop (m->loop): a user-networking guest moves
+ * little, and the back end already has a thread of its own.  The loop
+ * watches both queues' kicks and the back end's rx_fd.
+ *
+ * No checksum or segmentation offloads are offered, since the back end
+ * carries plain Ethernet frames: the virtio-net header the guest sends is
+ * skipped, and the one it receives is empty but for num_buffers.
+ *
+ * Receive: a frame is taken from the back end only once the buffers
+ * popped for it hold header and frame; until then those buffers are held
+ * by the device and the frame stays in the back end, so a driver slow to
+ * post buffers loses nothing (the back end's own queue bounds what
+ * waits).  A frame that can never fit is dropped, never truncated.
+ *
+ * Each round handles at most VNET_BUDGET frames or chains and then kicks
+ * itself to come back, so a flooding guest or back end never holds up the
+ * other devices on the loop.
+ */
+#include <assert.h>
+#include <endian.h>
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/virtio_ids.h>
+#include <linux/virtio_net.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+
+#include "hw/machine.h"
+#include "hw/object.h"
+#include "hw/virtio/virtio-net.h"
+#include "hw/virtio/virtio-plug.h"
+#include "net/net.h"
+#include "util/iothread.h"
+#include "util/iov.h"
+#include "util/log.h"
+#include "virtio/virtio.h"
+
+#define VNET_RXQ 0
+#define VNET_TXQ 1
+#define VNET_HDR_LEN sizeof(struct virtio_net_hdr_v1)	/* VERSION_1: with num_buffers */
+/* The largest frame a guest may send: a 64 KiB packet behind its Ethernet header. */
+#define VNET_MAX_FRAME (65535 + ETH_HLEN)
+#define VNET_BUDGET 256
+#define VNET_DEFAULT_QUEUE_SIZE 256
+
+/* The config space up to mtu (VIRTIO 1.2, 5.1.4), little-endian. */
+#define CFG_MAC 0
+#define CFG_STATUS 6
+#define CFG_MAX_PAIRS 8
+#define CFG_MTU 10
+#define VNET_CONFIG_LEN 12
+
+/* QEMU's first default MAC; each further NIC adds one to the last byte. */
+static const uint8_t vnet_default_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+struct vnet {
+	struct virtio_device vdev;
+	bool vdev_ready;
+	struct virtio_plug *plug;
+	struct iothread *loop;
+	struct netdev *nd;	/* NULL: no peer */
+	bool owns_nd;		/* made by the family: freed with the NIC */
+	bool rx_kick_added, tx_kick_added, rx_fd_added;
+	uint8_t config[VNET_CONFIG_LEN];
+	unsigned held_max;	/* rx_queue_size: the most chains a ring can give */
+
+	/* under vdev.lock */
+	bool rx_serving, tx_serving;
+	bool mrg;		/* VIRTIO_NET_F_MRG_RXBUF negotiated */
+	struct vq_elem **held;	/* rx chains popped for a frame that does not fit yet, in order */
+	unsigned nheld;
+	unsigned held_slots;	/* the ring slots they take */
+	struct iovec *iov;	/* a frame's buffers across chains, for take() */
+	unsigned iov_cap;
+	struct vnet_stats stats;
+};
+
+static struct vnet *vdev_to_vnet(struct virtio_device *vdev)
+{
+	return container_of(vdev, struct vnet, vdev);
+}
+
+static struct virtqueue *vnet_vq(struct vnet *n, unsigned q)
+{
+	return &n->vdev.queues[q].vq;
+}
+
+/* Makes the loop call q's handler again, as a kick from the driver would. */
+static void vnet_rekick(struct vnet *n, unsigned q)
+{
+	/* Cannot fail short of the counter's overflow, which a set one cannot reach. */
+	(void)eventfd_write(n->vdev.queues[q].kick_fd, 1);
+}
+
+/* ---- receive ---- */
+
+enum vnet_fit {
+	FIT,		/* the first k held chains take the frame */
+	FIT_WAIT,	/* not yet: the driver was asked for a kick when it posts more */
+	FIT_NEVER,	/* the frame cannot fit, whatever the driver posts */
+	FIT_BROKEN,	/* the driver broke the rules: NEEDS_RESET */
+};
+
+static size_t vnet_chain_len(const struct vq_elem *e)
+{
+	return iov_size(e->in_sg, e->in_num);
+}
+
+/* Pops one more rx chain onto the held ones. */
+static enum vnet_fit vnet_rx_pop(struct vnet *n)
+{
+	struct virtqueue *vq = vnet_vq(n, VNET_RXQ);
+	struct vq_elem *e;
+	int ret = virtqueue_pop(vq, sizeof(*e), &e);
+
+	if (ret == 0)
+		return FIT_WAIT;
+	if (ret < 0) {
+		virtio_error(&n->vdev, "virtio-net: receiveq: %s",
+			     vq->error ? vq->error : "malformed ring");
+		return FIT_BROKEN;
+	}
+	/* VIRTIO 1.2, 5.1.6.3.1: receive buffers are device-writable. */
+	if (e->out_num) {
+		free(e);
+		virtio_error(&n->vdev, "virtio-net: device-readable buffer in receiveq");
+		return FIT_BROKEN;
+	}
+	/*
+	 * 5.1.6.3.1 again: with MRG_RXBUF each buffer holds at least the
+	 * header, which therefore never straddles two of them.
+	 */
+	if (n->mrg && vnet_chain_len(e) < VNET_HDR_LEN) {
+		free(e);
+		virtio_error(&n->vdev, "virtio-net: receive buffer shorter than the header");
+		return FIT_BROKEN;
+	}
+	n->held[n->nheld++] = e;
+	n->held_slots += e->ndescs;
+	return FIT;
+}
+
+/*
+ * Without MRG_RXBUF one chain takes the whole frame.  One too small is
+ * kept for the next frame, as QEMU's virtqueue_unpop() does, rather than
+ * returned empty: a driver posts buffers of one size, so it is as good
+ * as any for a smaller frame, and an empty used buffer is a length error
+ * in the guest's counters for a drop that is the host's doing.
+ */
+static enum vnet_fit vnet_rx_fit_one(struct vnet *n, size_t need, unsigned *k)
+{
+	enum vnet_fit r = n->nheld ? FIT : vnet_rx_pop(n);
+
+	if (r != FIT)
+		return r;
+	*k = 1;
+	return vnet_chain_len(n->held[0]) < need ? FIT_NEVER : FIT;
+}
+
+/*
+ * With MRG_RXBUF as many chains as the frame needs.  Once the device
+ * holds every slot of the ring and the chains are still too few, no
+ * posting can make them enough.  A packed ring says how many slots a
+ * chain took; a split one only that it took at least one, which counts
+ * short of the truth, never past it: a frame that could fit is never
+ * dropped, though one too large for a split ring of a few long chains
+ * waits there until the driver resets the device.
+ */
+static enum vnet_fit vnet_rx_fit_mrg(struct vnet *n, size_t need, unsigned *k)
+{
+	unsigned num = vnet_vq(n, VNET_RXQ)->num;
+	size_t have = 0;
+
+	for (unsigned i = 0;; i++) {
+		if (i == n->nheld) {
+			enum vnet_fit r = n->held_slots >= num || n->nheld >= n->held_max ?
+					   FIT_NEVER : vnet_rx_pop(n);
+
+			if (r != FIT)
+				return r;
+		}
+		have += vnet_chain_len(n->held[i]);
+		if (have >= need) {
+			*k = i + 1;
+			return FIT;
+		}
+	}
+}
+
+/* The first k held chains' buffers, after the header's bytes; NULL if out of memory. */
+static struct iovec *vnet_rx_iov(struct vnet *n, unsigned k, unsigned *cnt)
+{
+	unsigned total = 0;
+
+	for (unsigned i = 0; i < k; i++)
+		total += n->held[i]->in_num;
+	if (total > n->iov_cap) {
+		struct iovec *iov = realloc(n->iov, total * sizeof(*iov));
+
+		if (!iov)
+			return NULL;
+		n->iov = iov;
+		n->iov_cap = total;
+	}
+	*cnt = 0;
+	for (unsigned i = 0; i < k; i++) {
+		memcpy(n->iov + *cnt, n->held[i]->in_sg, n->held[i]->in_num * sizeof(*n->iov));
+		*cnt += n->held[i]->in_num;
+	}
+	return iov_skip(n->iov, cnt, VNET_HDR_LEN);
+}
+
+/*
+ * The frame of len bytes into the first k held chains, each filled
+ * (*filled counts the round's) with what it got.  false: no memory to
+ * describe the buffers, nothing done.
+ */
+static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *filled)
+{
+	struct virtio_net_hdr_v1 hdr = {
+		.gso_type = VIRTIO_NET_HDR_GSO_NONE,
+		.num_buffers = htole16((uint16_t)k),
+	};
+	struct virtqueue *vq = vnet_vq(n, VNET_RXQ);
+	size_t left = VNET_HDR_LEN + len;
+	unsigned cnt;
+	struct iovec *iov = vnet_rx_iov(n, k, &cnt);
+
+	if (!iov)
+		return false;
+	n->nd->ops->take(n->nd, iov, cnt);
+	iov_copy(n->held[0]->in_sg, n->held[0]->in_num, 0, &hdr, VNET_HDR_LEN, false);
+	for (unsigned i = 0; i < k; i++) {
+		size_t got = vnet_chain_len(n->held[i]);
+
+		got = got < left ? got : left;
+		virtqueue_fill(vq, n->held[i], (uint32_t)got, (*filled)++);
+		left -= got;
+		n->held_slots -= n->held[i]->ndescs;
+		free(n->held[i]);
+	}
+	n->nheld -= k;
+	memmove(n->held, n->held + k, n->nheld * sizeof(*n->held));
+	return true;
+}
+
+/* The back end's next frame, which fits nowhere: gone, and counted. */
+static void vnet_rx_drop(struct vnet *n)
+{
+	n->nd->ops->take(n->nd, NULL, 0);
+	n->stats.rx_dropped++;
+}
+
+/*
+ * Gives the guest what the back end has, while its buffers last: one
+ * flush and at most one interrupt for the round.
+ */
+static void vnet_rx_locked(struct vnet *n)
+{
+	struct virtio_device *vdev = &n->vdev;
+	unsigned filled = 0, frames = 0;
+	size_t len;
+
+	while (n->rx_serving && !vdev->broken && frames < VNET_BUDGET &&
+	       n->nd && (len = n->nd->ops->peek(n->nd)) > 0) {
+		unsigned k = 0;
+		enum vnet_fit r = n->mrg ? vnet_rx_fit_mrg(n, VNET_HDR_LEN + len, &k) :
+				  vnet_rx_fit_one(n, VNET_HDR_LEN + len, &k);
+
+		if (r == FIT_WAIT || r == FIT_BROKEN)
+			break;
+		frames++;
+		if (r == FIT_NEVER || !vnet_rx_deliver(n, k, len, &filled))
+			vnet_rx_drop(n);
+		else
+			n->stats.rx_frames++;
+	}
+	/* A broken device touches the rings no more. */
+	if (filled && !vdev->broken) {
+		virtqueue_flush(vnet_vq(n, VNET_RXQ), filled);
+		virtio_notify(vdev, VNET_RXQ);
+	}
+	if (frames == VNET_BUDGET)
+		vnet_rekick(n, VNET_RXQ);
+}
+
+static void vnet_rx_kick(void *opaque)
+{
+	struct vnet *n = opaque;
+	eventfd_t cnt;
+
+	if (eventfd_read(n->vdev.queues[VNET_RXQ].kick_fd, &cnt) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&n->vdev.lock);
+	vnet_rx_locked(n);
+	pthread_mutex_unlock(&n->vdev.lock);
+}
+
+/* The back end queued frames; read even when not serving, or the loop would spin. */
+static void vnet_rx_ready(void *opaque)
+{
+	struct vnet *n = opaque;
+	eventfd_t cnt;
+
+	if (eventfd_read(n->nd->rx_fd, &cnt) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&n->vdev.lock);
+	vnet_rx_locked(n);
+	pthread_mutex_unlock(&n->vdev.lock);
+}
+
+/* ---- transmit ---- */
+
+/*
+ * One chain's frame to the back end.  false: the driver broke the rules,
+ * and the device is in NEEDS_RESET.
+ */
+static bool vnet_tx_one(struct vnet *n, struct vq_elem *e)
+{
+	size_t size = iov_size(e->out_sg, e->out_num);
+	unsigned cnt = e->out_num;
+	struct iovec *iov;
+
+	/* VIRTIO 1.2, 5.1.6.2.1: nothing in transmitq is for the device to write. */
+	if (e->in_num) {
+		virtio_error(&n->vdev, "virtio-net: device-writable buffer in transmitq");
+		return false;
+	}
+	if (size < VNET_HDR_LEN) {
+		virtio_error(&n->vdev, "virtio-net: transmit buffer shorter than the header");
+		return false;
+	}
+	size -= VNET_HDR_LEN;
+	/* The element is ours to the end: its vector may be cut in place. */
+	iov = iov_skip(e->out_sg, &cnt, VNET_HDR_LEN);
+	if (size < ETH_HLEN || size > VNET_MAX_FRAME || !n->nd ||
+	    !n->nd->ops->send(n->nd, iov, cnt, size))
+		n->stats.tx_dropped++;
+	else
+		n->stats.tx_frames++;
+	return true;
+}
+
+static void vnet_tx_locked(struct vnet *n)
+{
+	struct virtio_device *vdev = &n->vdev;
+	struct virtqueue *vq = vnet_vq(n, VNET_TXQ);
+	unsigned done = 0;
+
+	while (n->tx_serving && !vdev->broken && done < VNET_BUDGET) {
+		struct vq_elem *e;
+		int ret = virtqueue_pop(vq, sizeof(*e), &e);
+
+		if (ret == 0)
+			break;
+		if (ret < 0) {
+			virtio_error(vdev, "virtio-net: transmitq: %s",
+				     vq->error ? vq->error : "malformed ring");
+			break;
+		}
+		if (!vnet_tx_one(n, e)) {
+			free(e);
+			break;
+		}
+		virtqueue_fill(vq, e, 0, done++);
+		free(e);
+	}
+	if (done && !vdev->broken) {
+		virtqueue_flush(vq, done);
+		virtio_notify(vdev, VNET_TXQ);
+	}
+	/* The ring may hold more: come back after the loop's other handlers. */
+	if (done == VNET_BUDGET)
+		vnet_rekick(n, VNET_TXQ);
+}
+
+static void vnet_tx_kick(void *opaque)
+{
+	struct vnet *n = opaque;
+	eventfd_t cnt;
+
+	if (eventfd_read(n->vdev.queues[VNET_TXQ].kick_fd, &cnt) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&n->vdev.lock);
+	vnet_tx_locked(n);
+	pthread_mutex_unlock(&n->vdev.lock);
+}
+
+/* ---- the virtio device ---- */
+
+static void vnet_read_config(struct virtio_device *vdev, uint32_t off, void *buf,
+			     unsigned len)
+{
+	struct vnet *n = vdev_to_vnet(vdev);
+
+	if (off < VNET_CONFIG_LEN)
+		memcpy(buf, n->config + off,
+		       len < VNET_CONFIG_LEN - off ? len : VNET_CONFIG_LEN - off);
+}
+
+/* The MAC is the driver's to write only with CTRL_MAC_ADDR, never offered: ignore. */
+static void vnet_write_config(struct virtio_device *vdev, uint32_t off,
+			      const void *buf, unsigned len)
+{
+	(void)vdev;
+	(void)off;
+	(void)buf;
+	(void)len;
+}
+
+static void vnet_free_held(struct vnet *n)
+{
+	for (unsigned i = 0; i < n->nheld; i++)
+		free(n->held[i]);
+	n->nheld = 0;
+	n->held_slots = 0;
+}
+
+static int vnet_start(struct virtio_device *vdev)
+{
+	struct vnet *n = vdev_to_vnet(vdev);
+
+	n->mrg = vdev->guest_features >> VIRTIO_NET_F_MRG_RXBUF & 1;
+	n->rx_serving = vdev->queues[VNET_RXQ].ready;
+	n->tx_serving = vdev->queues[VNET_TXQ].ready;
+	/* What the driver queued before DRIVER_OK, and frames waiting, are served on the loop. */
+	if (n->rx_serving)
+		vnet_rekick(n, VNET_RXQ);
+	if (n->tx_serving)
+		vnet_rekick(n, VNET_TXQ);
+	return 0;
+}
+
+static void vnet_reset(struct virtio_device *vdev)
+{
+	struct vnet *n = vdev_to_vnet(vdev);
+
+	n->rx_serving = false;
+	n->tx_serving = false;
+	vnet_free_held(n);	/* the driver that posted them is gone */
+}
+
+static const struct virtio_device_ops vnet_ops = {
+	.read_config = vnet_read_config,
+	.write_config = vnet_write_config,
+	.start = vnet_start,
+	.reset = vnet_reset,
+};
+
+static uint64_t vnet_features(const struct vnet_cfg *cfg)
+{
+	uint64_t f = 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_NET_F_MAC |
+		     1ull << VIRTIO_NET_F_STATUS | 1ull << VIRTIO_NET_F_MRG_RXBUF;
+
+	/* As QEMU's: the MTU is advice only when host_mtu= gave one. */
+	if (cfg->host_mtu)
+		f |= 1ull << VIRTIO_NET_F_MTU;
+	if (cfg->indirect_desc)
+		f |= 1ull << VIRTIO_F_RING_INDIRECT_DESC;
+	if (cfg->event_idx)
+		f |= 1ull << VIRTIO_F_RING_EVENT_IDX;
+	if (cfg->packed)
+		f |= 1ull << VIRTIO_F_RING_PACKED;
+	return f;
+}
+
+static void put_le16(uint8_t *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+/* mac= or the board's next default, which only NICs without mac= use up, as QEMU's. */
+static void vnet_config_init(struct vnet *n, struct machine *m, const struct vnet_cfg *cfg)
+{
+	if (cfg->mac_set) {
+		memcpy(n->config + CFG_MAC, cfg->mac, 6);
+	} else {
+		memcpy(n->config + CFG_MAC, vnet_default_mac, 6);
+		n->config[CFG_MAC + 5] = (uint8_t)(vnet_default_mac[5] + m->nic_macs++);
+	}
+	put_le16(n->config + CFG_STATUS, VIRTIO_NET_S_LINK_UP);
+	put_le16(n->config + CFG_MAX_PAIRS, 1);
+	put_le16(n->config + CFG_MTU, (uint16_t)cfg->host_mtu);
+}
+
+static unsigned vnet_queue_size(unsigned size)
+{
+	return size ? size : VNET_DEFAULT_QUEUE_SIZE;
+}
+
+static int vnet_watch(struct vnet *n)
+{
+	if (iothread_add_fd(n->loop, n->vdev.queues[VNET_RXQ].kick_fd, vnet_rx_kick, n) < 0)
+		return -1;
+	n->rx_kick_added = true;
+	if (iothread_add_fd(n->loop, n->vdev.queues[VNET_TXQ].kick_fd, vnet_tx_kick, n) < 0)
+		return -1;
+	n->tx_kick_added = true;
+	if (n->nd && iothread_add_fd(n->loop, n->nd->rx_fd, vnet_rx_ready, n) < 0)
+		return -1;
+	n->rx_fd_added = n->nd != NULL;
+	return 0;
+}
+
+/* The device and its queues, each with the size its property gave. */
+static int vnet_device_init(struct vnet *n, struct machine *m, const struct vnet_cfg *cfg)
+{
+	unsigned rx = vnet_queue_size(cfg->rx_queue_size);
+	unsigned tx = vnet_queue_size(cfg->tx_queue_size);
+
+	n->held_max = rx;
+	n->held = calloc(rx, sizeof(*n->held));
+	if (!n->held) {
+		error_report("virtio-net: out of memory");
+		return -1;
+	}
+	if (virtio_device_init(&n->vdev, VIRTIO_ID_NET, vnet_features(cfg), VNET_CONFIG_LEN,
+			       2, (uint16_t)rx, &m->mem, &vnet_ops, n) < 0)
+		return -1;
+	n->vdev_ready = true;
+	/* init gave both rx's size; a reset brings the queue back to max_size. */
+	assert(tx && tx <= VIRTQUEUE_MAX_SIZE && !(tx & (tx - 1)));
+	n->vdev.queues[VNET_TXQ].max_size = (uint16_t)tx;
+	n->vdev.queues[VNET_TXQ].vq.num = (uint16_t)tx;
+	return 0;
+}
+
+struct vnet *vnet_create(struct machine *m, const struct vnet_cfg *cfg,
+			 struct virtio_plug *plug, struct netdev *nd)
+{
+	struct vnet *n = calloc(1, sizeof(*n));
+
+	assert(plug);
+	if (!n || !m->loop) {
+		error_report("virtio-net: %s", n ? "no main loop to serve it" : "out of memory");
+		virtio_unplug(plug);
+		free(n);
+		return NULL;
+	}
+	n->plug = plug;
+	n->loop = m->loop;
+	n->nd = nd;
+	vnet_config_init(n, m, cfg);
+	if (vnet_device_init(n, m, cfg) < 0)
+		goto fail;
+	if (vnet_watch(n) < 0) {
+		error_report("virtio-net: cannot watch its queues: %s", strerror(errno));
+		goto fail;
+	}
+	if (virtio_plug(n->plug, &n->vdev, NULL) < 0)
+		goto fail;
+	return n;
+fail:
+	vnet_free(n);
+	return NULL;
+}
+
+void vnet_free(struct vnet *n)
+{
+	if (!n)
+		return;
+	/* No register access after this: nothing starts serving again. */
+	virtio_unplug(n->plug);
+	/* Each returns once its handler is not running, and it runs no more. */
+	if (n->rx_kick_added)
+		iothread_del_fd(n->loop, n->vdev.queues[VNET_RXQ].kick_fd);
+	if (n->tx_kick_added)
+		iothread_del_fd(n->loop, n->vdev.queues[VNET_TXQ].kick_fd);
+	if (n->rx_fd_added)
+		iothread_del_fd(n->loop, n->nd->rx_fd);
+	vnet_free_held(n);
+	free(n->held);
+	free(n->iov);
+	if (n->vdev_ready)
+		virtio_device_destroy(&n->vdev);
+	if (n->owns_nd)
+		netdev_free(n->nd);
+	free(n);
+}
+
+void vnet_get_stats(struct vnet *n, struct vnet_stats *s)
+{
+	pthread_mutex_lock(&n->vdev.lock);
+	*s = n->stats;
+	pthread_mutex_unlock(&n->vdev.lock);
+}
+
+/* ---- -device virtio-net-pci ---- */
+
+#define V(f, t) OPT_AT(struct vnet_cfg, f, t)
+static const struct opt_prop vnet_props[] = {
+	{ "netdev", OPT_ID, V(netdev, char *),
+	  .def = "none: no peer, the guest's frames are dropped",
+	  .help = "the -netdev that carries the NIC's frames" },
+	{ "mac", OPT_STRBUF, V(mac_str, char[18]), .max = 17,
+	  .def = "52:54:00:12:34:56, one more for each further NIC",
+	  .help = "the NIC's MAC address, xx:xx:xx:xx:xx:xx" },
+	{ "host_mtu", OPT_UINT, V(host_mtu, unsigned), .min = VNET_MIN_MTU,
+	  .max = VNET_MAX_MTU, .def = "none (no VIRTIO_NET_F_MTU)",
+	  .help = "the MTU offered to the guest" },
+	{ "packed", OPT_BOOL, V(packed, bool), .def = "off",
+	  .help = "offer the packed ring (VIRTIO_F_RING_PACKED)" },
+	{ "event_idx", OPT_BOOL, V(event_idx, bool), .def = "on",
+	  .help = "offer VIRTIO_F_EVENT_IDX" },
+	{ "indirect_desc", OPT_BOOL, V(indirect_desc, bool), .def = "on",
+	  .help = "offer VIRTIO_F_INDIRECT_DESC" },
+	{ "rx_queue_size", OPT_UINT, V(rx_queue_size, unsigned), OPT_POW2,
+	  .min = VNET_MIN_QUEUE_SIZE, .max = VNET_MAX_QUEUE_SIZE, .def = "256",
+	  .help = "receive ring entries" },
+	{ "tx_queue_size", OPT_UINT, V(tx_queue_size, unsigned), OPT_POW2,
+	  .min = VNET_MIN_QUEUE_SIZE, .max = VNET_MAX_QUEUE_SIZE, .def = "256",
+	  .help = "transmit ring entries" },
+	{ NULL },
+};
+#undef V
+
+static const struct opt_spec vnet_pci_spec = { "-device virtio-net-pci", NULL, vnet_props };
+static const struct opt_spec vnet_alias_spec = { "-device virtio-net", NULL, vnet_props };
+
+static const struct vnet_cfg vnet_defaults = {
+	.event_idx = true,
+	.indirect_desc = true,
+	.rx_queue_size = VNET_DEFAULT_QUEUE_SIZE,
+	.tx_queue_size = VNET_DEFAULT_QUEUE_SIZE,
+};
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* xx:xx:xx:xx:xx:xx, exactly; false otherwise. */
+static bool parse_mac(const char *s, uint8_t mac[6])
+{
+	if (strlen(s) != 17)
+		return false;
+	for (unsigned i = 0; i < 6; i++, s += 3) {
+		int hi = hex_digit(s[0]), lo = hex_digit(s[1]);
+
+		if (hi < 0 || lo < 0 || (i < 5 && s[2] != ':'))
+			return false;
+		mac[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
+}
+
+static int vnet_check(void *cfg, const char *what)
+{
+	struct vnet_cfg *c = cfg;
+
+	if (!c->mac_str[0])
+		return 0;
+	if (!parse_mac(c->mac_str, c->mac)) {
+		error_report("%s: mac=%s: not a MAC address (xx:xx:xx:xx:xx:xx)", what, c->mac_str);
+		return -1;
+	}
+	/* A NIC's own address is unicast: the group bit is the first byte's lowest. */
+	if (c->mac[0] & 1) {
+		error_report("%s: mac=%s: a multicast address (odd first byte)", what, c->mac_str);
+		return -1;
+	}
+	c->mac_set = true;
+	return 0;
+}
+
+static int vnet_pci_check(void *cfg)
+{
+	return vnet_check(cfg, vnet_pci_spec.what);
+}
+
+static int vnet_alias_check(void *cfg)
+{
+	return vnet_check(cfg, vnet_alias_spec.what);
+}
+
+static int vnet_resolve(void *cfg, const struct object_set *objects, const char *what)
+{
+	struct vnet_cfg *c = cfg;
+	char who[96];
+
+	if (!c->netdev)
+		return 0;
+	snprintf(who, sizeof(who), "%s: netdev=%s", what, c->netdev);
+	c->user = (const struct netdev_user_cfg *)object_find(objects, c->netdev,
+		(const char *const[]){ "user", NULL }, who);
+	return c->user ? 0 : -1;
+}
+
+static int vnet_pci_resolve(void *cfg, const struct object_set *objects)
+{
+	return vnet_resolve(cfg, objects, vnet_pci_spec.what);
+}
+
+static int vnet_alias_resolve(void *cfg, const struct object_set *objects)
+{
+	return vnet_resolve(cfg, objects, vnet_alias_spec.what);
+}
+
+/*
+ * The back end netdev= named, owned by the NIC.  Without netdev= the NIC
+ * runs with its link up and no peer, as QEMU's does after its warning.
+ */
+static void *vnet_family_create(struct machine *m, const void *cfg,
+				struct virtio_plug *plug)
+{
+	const struct vnet_cfg *c = cfg;
+	struct netdev *nd = NULL;
+	struct vnet *n;
+
+	if (c->user && !(nd = netdev_user_new(c->user))) {
+		virtio_unplug(plug);
+		return NULL;
+	}
+	if (!nd)
+		error_report("warning: virtio-net: no netdev=, so the NIC has no peer: "
+			     "the guest's frames are dropped");
+	n = vnet_create(m, c, plug, nd);
+	if (!n) {
+		netdev_free(nd);
+		return NULL;
+	}
+	n->owns_nd = true;
+	return n;
+}
+
+static void vnet_family_destroy(void *dev)
+{
+	vnet_free(dev);
+}
+
+const struct device_family virtio_net_pci_family = {
+	.name = "virtio-net-pci",
+	.help = "a NIC for a -netdev (VIRTIO 1.2, 5.1)",
+	.spec = &vnet_pci_spec,
+	.cfg_size = sizeof(struct vnet_cfg),
+	.defaults = &vnet_defaults,
+	.check = vnet_pci_check,
+	.resolve = vnet_pci_resolve,
+	.pci_class = 0x020000,	/* network controller, Ethernet */
+	.create = vnet_family_create,
+	.destroy = vnet_family_destroy,
+};
+
+const struct device_family virtio_net_family = {
+	.name = "virtio-net",
+	.help = "virtio-net-pci, by QEMU's alias",
+	.spec = &vnet_alias_spec,
+	.cfg_size = sizeof(struct vnet_cfg),
+	.defaults = &vnet_defaults,
+	.check = vnet_alias_check,
+	.resolve = vnet_alias_resolve,
+	.pci_class = 0x020000,
+	.create = vnet_family_create,
+	.destroy = vnet_family_destroy,
+};

@@ -1,0 +1,1141 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * virtio-net-pci through the whole stack, the test playing the guest on
+ * blk-guest.h's machine (config cycles, BAR MMIO, its ring driver) and
+ * the network on the other side (a fake back end of its own).  Expected
+ * values come from VIRTIO 1.2 (4.1.2, 5.1) and <linux/virtio_net.h>, and
+ * QEMU's defaults (the MAC, the PCI class), never from the device.
+ *
+ * The device serves on m->loop, which no thread runs here: the test turns
+ * it by hand, without waiting, after each kick or frame.  No check
+ * depends on how long anything takes.
+ */
+#include <errno.h>
+#include <linux/virtio_net.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "hw/device.h"
+#include "hw/object.h"
+#include "hw/virtio/virtio-net.h"
+#include "hw/virtio/virtio-plug.h"
+#include "net/net.h"
+#include "util/iothread.h"
+
+#include "capture.h"
+#include "check.h"
+#include "blk-guest.h"
+
+#define NET_PCI_ID 0x1041	/* VIRTIO 1.2, 4.1.2: 0x1040 + 1, the network device */
+#define NET_CLASS 0x020000	/* PCI: network controller, Ethernet (QEMU's) */
+#define HDR_LEN 12		/* 5.1.6: struct virtio_net_hdr with num_buffers */
+#define ETH_HDR 14
+#define NUM 16
+#define NEEDS_RESET 0x40
+#define JUNK 0xcc
+#define RXQ 0
+#define TXQ 1
+/* MSI-X vectors as vdev_init() sets them up: config 0, queue i at i + 1. */
+#define VEC_CONFIG 0
+#define VEC_RX 1
+#define VEC_TX 2
+#define FAKE_MAX 64		/* frames the fake back end queues for the guest */
+#define SENT_MAX 1024
+
+#define BIT(b) (1ull << (b))
+
+_Static_assert(sizeof(struct virtio_net_hdr_v1) == HDR_LEN, "VIRTIO 1.2, 5.1.6");
+
+/* ---- the network: a back end that queues what the test gives it ---- */
+
+struct fake_nd {
+	struct netdev nd;
+	uint8_t *rx[FAKE_MAX];	/* for the guest, oldest first */
+	size_t rx_len[FAKE_MAX];
+	unsigned rx_head, rx_n;
+	unsigned sent;		/* frames from the guest */
+	uint16_t tag[SENT_MAX];	/* each one's bytes 14 and 15 */
+	uint8_t last[70000];	/* the last one */
+	size_t last_len;
+	bool refuse;		/* send() says its queue is full */
+};
+
+static bool fake_send(struct netdev *nd, const struct iovec *iov, unsigned n, size_t len)
+{
+	struct fake_nd *f = container_of(nd, struct fake_nd, nd);
+	size_t off = 0;
+
+	CHECK(len <= sizeof(f->last));
+	if (f->refuse || len > sizeof(f->last))
+		return false;
+	for (unsigned i = 0; i < n && off < len; i++) {
+		size_t l = iov[i].iov_len < len - off ? iov[i].iov_len : len - off;
+
+		memcpy(f->last + off, iov[i].iov_base, l);
+		off += l;
+	}
+	CHECK_EQ(off, len);
+	f->last_len = len;
+	if (f->sent < SENT_MAX)
+		f->tag[f->sent] = (uint16_t)(f->last[14] | f->last[15] << 8);
+	f->sent++;
+	return true;
+}
+
+static size_t fake_peek(struct netdev *nd)
+{
+	struct fake_nd *f = container_of(nd, struct fake_nd, nd);
+
+	return f->rx_n ? f->rx_len[f->rx_head] : 0;
+}
+
+static void fake_take(struct netdev *nd, const struct iovec *iov, unsigned n)
+{
+	struct fake_nd *f = container_of(nd, struct fake_nd, nd);
+	uint8_t *p = f->rx[f->rx_head];
+	size_t len = f->rx_len[f->rx_head], off = 0;
+
+	CHECK(f->rx_n > 0);
+	for (unsigned i = 0; iov && i < n && off < len; i++) {
+		size_t l = iov[i].iov_len < len - off ? iov[i].iov_len : len - off;
+
+		memcpy(iov[i].iov_base, p + off, l);
+		off += l;
+	}
+	/* net.h: iov holds at least the frame. */
+	CHECK(!iov || off == len);
+	free(p);
+	f->rx_head = (f->rx_head + 1) % FAKE_MAX;
+	f->rx_n--;
+}
+
+/* Tests own the fake: the NIC must never free it. */
+static void fake_free(struct netdev *nd)
+{
+	(void)nd;
+	CHECK(!"the NIC freed a back end it does not own");
+}
+
+static const struct netdev_ops fake_ops = {
+	.send = fake_send, .peek = fake_peek, .take = fake_take, .free = fake_free,
+};
+
+static void fake_init(struct fake_nd *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->nd.ops = &fake_ops;
+	f->nd.id = "fake";
+	f->nd.rx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	CHECK(f->nd.rx_fd >= 0);
+}
+
+static void fake_destroy(struct fake_nd *f)
+{
+	while (f->rx_n) {
+		free(f->rx[f->rx_head]);
+		f->rx_head = (f->rx_head + 1) % FAKE_MAX;
+		f->rx_n--;
+	}
+	close(f->nd.rx_fd);
+}
+
+static uint8_t pattern(unsigned seed, size_t i)
+{
+	return (uint8_t)(seed * 31 + i * 7 + i / 251);
+}
+
+/* A frame of len bytes for the guest, rx_fd made readable as the back end would. */
+static void fake_queue(struct fake_nd *f, size_t len, unsigned seed)
+{
+	uint8_t *p = malloc(len);
+
+	CHECK(p && f->rx_n < FAKE_MAX);
+	for (size_t i = 0; i < len; i++)
+		p[i] = pattern(seed, i);
+	f->rx[(f->rx_head + f->rx_n) % FAKE_MAX] = p;
+	f->rx_len[(f->rx_head + f->rx_n) % FAKE_MAX] = len;
+	f->rx_n++;
+	CHECK(eventfd_write(f->nd.rx_fd, 1) == 0);
+}
+
+/* ---- the board, the NIC and its driver ---- */
+
+struct net {
+	struct tmachine *t;
+	struct vnet *n;
+	struct fake_nd f;
+	struct vdev d;
+	struct gq q[2];
+};
+
+static struct vnet_cfg cfg_default(bool packed)
+{
+	return (struct vnet_cfg){
+		.event_idx = true, .indirect_desc = true, .packed = packed,
+		.rx_queue_size = 256, .tx_queue_size = 256,
+	};
+}
+
+/* The board with m->loop (which hw/main.c would make) and the NIC on the fake. */
+static bool net_new(struct net *g, const struct vnet_cfg *cfg)
+{
+	memset(g, 0, sizeof(*g));
+	fake_init(&g->f);
+	g->t = machine_board(1, false);
+	g->t->b.m.loop = iothread_new("main");
+	g->n = g->t->b.m.loop ? vnet_create(&g->t->b.m, cfg,
+					    virtio_pci_plug(&g->t->b.m, NET_CLASS),
+					    &g->f.nd) : NULL;
+	return g->n && vdev_find_id(g->t, NET_PCI_ID, 0, &g->d);
+}
+
+static void net_free(struct net *g)
+{
+	vnet_free(g->n);
+	fake_destroy(&g->f);
+	iothread_free(g->t->b.m.loop);
+	machine_free(g->t);
+}
+
+/* Runs whatever the device's fds have ready, as the main loop would. */
+static void loop_turn(struct net *g)
+{
+	while (iothread_poll(g->t->b.m.loop, 0) > 0)
+		;
+}
+
+static bool net_start(struct net *g, unsigned num, uint64_t want)
+{
+	vdev_init(&g->d, g->q, 2, num, want);
+	loop_turn(g);
+	return (vstatus(&g->d) & DS_DRIVER_OK) && !(vstatus(&g->d) & NEEDS_RESET);
+}
+
+/* Made and started; false after a failed check, all freed. */
+static bool net_up(struct net *g, const struct vnet_cfg *cfg, unsigned num, uint64_t want)
+{
+	if (net_new(g, cfg) && net_start(g, num, want))
+		return true;
+	CHECK(!"device started");
+	net_free(g);
+	return false;
+}
+
+static struct vnet_stats stats(struct net *g)
+{
+	struct vnet_stats s;
+
+	vnet_get_stats(g->n, &s);
+	return s;
+}
+
+/*
+ * Split ring with EVENT_IDX (VIRTIO 1.2, 2.7.10): whether the device has
+ * asked for a kick on the next buffer the driver makes available.
+ */
+static bool asks_for_next_kick(struct gq *q)
+{
+	struct vq_driver *d = &q->ring;
+	const struct vring_used *u = drv_ptr(d, d->device);
+
+	return d->packed || !q->event_idx ||
+	       __atomic_load_n((const uint16_t *)&u->ring[d->num], __ATOMIC_ACQUIRE) == d->avail_idx;
+}
+
+/* One device-writable buffer of len bytes at slot, junk in it; its id. */
+static int rx_post(struct net *g, unsigned slot, uint32_t len)
+{
+	struct drv_seg s = { data_gpa(slot), len, true };
+
+	memset(slot_data(g->t, slot), JUNK, len);
+	return gq_add(&g->q[RXQ], &s, 1, false, 0);
+}
+
+static uint16_t get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* The header the device wrote: no offload, num_buffers as given (5.1.6.4). */
+static void check_rx_hdr(const uint8_t *h, uint16_t num_buffers)
+{
+	CHECK_EQ(h[0], 0);					/* flags */
+	CHECK_EQ(h[1], VIRTIO_NET_HDR_GSO_NONE);
+	CHECK_EQ(get_le16(h + 10), num_buffers);
+}
+
+static bool frame_is(const uint8_t *p, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != pattern(seed, i))
+			return false;
+	return true;
+}
+
+/* The frame spread over chains of chain bytes from slot on, as the guest reassembles it. */
+static bool frame_in_chains(struct net *g, unsigned slot, uint32_t chain, size_t len,
+			    unsigned seed)
+{
+	uint8_t *buf = malloc(len + HDR_LEN + chain);
+	size_t got = 0;
+	bool ok;
+
+	for (unsigned i = 0; got < len + HDR_LEN; i++, got += chain)
+		memcpy(buf + got, slot_data(g->t, slot + i), chain);
+	ok = frame_is(buf + HDR_LEN, len, seed);
+	free(buf);
+	return ok;
+}
+
+/*
+ * A frame of len bytes from the guest at slot, behind a zeroed header, in
+ * parts descriptors: the header itself split 5 + 7, the second sharing
+ * its descriptor with the frame's start.
+ */
+static int tx_add(struct net *g, unsigned slot, size_t len, unsigned parts, unsigned seed)
+{
+	uint64_t a = data_gpa(slot);
+	uint8_t *p = slot_data(g->t, slot);
+	struct drv_seg s[16];
+	unsigned n = 0;
+	size_t off = 0, total = HDR_LEN + len;
+
+	memset(p, 0, HDR_LEN);
+	for (size_t i = 0; i < len; i++)
+		p[HDR_LEN + i] = pattern(seed, i);
+	s[n++] = (struct drv_seg){ a, 5, false };
+	off = 5;
+	for (unsigned i = 0; i < parts && off < total; i++) {
+		size_t l = i + 1 < parts ? (total - off) / (parts - i) : total - off;
+
+		if (i == 0 && l < 7 + 1)
+			l = total - off < 8 ? total - off : 8;
+		s[n++] = (struct drv_seg){ a + off, (uint32_t)l, false };
+		off += l;
+	}
+	return gq_add(&g->q[TXQ], s, n, false, 0);
+}
+
+static int tx_send(struct net *g, unsigned slot, size_t len, unsigned parts, unsigned seed)
+{
+	int id = tx_add(g, slot, len, parts, seed);
+
+	gq_kick(&g->q[TXQ]);
+	loop_turn(g);
+	return id;
+}
+
+/* ---- 1: identity, features, config space ---- */
+
+static uint64_t dev_cfg(struct net *g, struct vdev *d, unsigned off, unsigned size)
+{
+	return mmio_read(g->t, d->pci.device + off, size);
+}
+
+static void check_mac(struct net *g, struct vdev *d, const uint8_t mac[6])
+{
+	for (unsigned i = 0; i < 6; i++)
+		CHECK_EQ(dev_cfg(g, d, i, 1), mac[i]);
+}
+
+static void test_identity(void)
+{
+	static const uint8_t qemu_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+	struct vnet_cfg cfg = cfg_default(false);
+	struct net g;
+	uint64_t f;
+
+	if (!net_new(&g, &cfg)) {
+		CHECK(!"device found");
+		net_free(&g);
+		return;
+	}
+	CHECK_EQ(cfg_read(&g.t->b, g.d.pci.devfn, 0x00, 2), 0x1af4);
+	CHECK_EQ(cfg_read(&g.t->b, g.d.pci.devfn, 0x02, 2), NET_PCI_ID);
+	CHECK(cfg_read(&g.t->b, g.d.pci.devfn, 0x08, 1) >= 1);	/* 4.1.2.1: revision 1+ */
+	CHECK_EQ(cfg_read(&g.t->b, g.d.pci.devfn, 0x08, 4) >> 8, NET_CLASS);
+	f = dev_features(&g.d);
+	CHECK(f & BIT(VIRTIO_NET_F_MAC));
+	CHECK(f & BIT(VIRTIO_NET_F_STATUS));
+	CHECK(f & BIT(VIRTIO_NET_F_MRG_RXBUF));
+	CHECK(f & BIT(VIRTIO_F_VERSION_1));
+	CHECK(f & BIT(VIRTIO_RING_F_EVENT_IDX));
+	CHECK(f & BIT(VIRTIO_RING_F_INDIRECT_DESC));
+	CHECK(!(f & BIT(VIRTIO_NET_F_MTU)));
+	CHECK(!(f & BIT(VIRTIO_F_RING_PACKED)));
+	/* No offloads the back end could not honour, no queue it does not have. */
+	CHECK(!(f & (BIT(VIRTIO_NET_F_CSUM) | BIT(VIRTIO_NET_F_GUEST_CSUM) |
+		     BIT(VIRTIO_NET_F_GUEST_TSO4) | BIT(VIRTIO_NET_F_HOST_TSO4) |
+		     BIT(VIRTIO_NET_F_CTRL_VQ) | BIT(VIRTIO_NET_F_MQ))));
+	CHECK_EQ(cc_read(&g.d.pci, CC_NUM_QUEUES, 2), 2);	/* receiveq1, transmitq1 */
+	for (unsigned q = 0; q < 2; q++) {
+		cc_write(&g.d.pci, CC_Q_SELECT, q, 2);
+		CHECK_EQ(cc_read(&g.d.pci, CC_Q_SIZE, 2), 256);	/* QEMU's default */
+	}
+	/* 5.1.4: mac, status, max_virtqueue_pairs, little-endian. */
+	CHECK(g.d.pci.device && g.d.pci.device_len >= 10);
+	check_mac(&g, &g.d, qemu_mac);
+	CHECK_EQ(dev_cfg(&g, &g.d, 6, 2), VIRTIO_NET_S_LINK_UP);
+	CHECK_EQ(dev_cfg(&g, &g.d, 8, 2), 1);
+
+	/* The board's next NIC without mac= takes the next address. */
+	struct vdev d2;
+	uint8_t next_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x57 };
+	struct fake_nd f2;
+
+	fake_init(&f2);
+	struct vnet *n2 = vnet_create(&g.t->b.m, &cfg,
+				      virtio_pci_plug(&g.t->b.m, NET_CLASS), &f2.nd);
+
+	CHECK(n2 && vdev_find_id(g.t, NET_PCI_ID, 1, &d2));
+	if (n2)
+		check_mac(&g, &d2, next_mac);
+	vnet_free(n2);
+	fake_destroy(&f2);
+	net_free(&g);
+}
+
+/* host_mtu= offers VIRTIO_NET_F_MTU with its value; mac= is the NIC's. */
+static void test_mtu_mac(void)
+{
+	static const uint8_t mac[6] = { 0x02, 0x11, 0x22, 0xaa, 0xbb, 0xcc };
+	struct vnet_cfg cfg = cfg_default(false);
+	struct net g;
+
+	cfg.host_mtu = 1400;
+	cfg.mac_set = true;
+	memcpy(cfg.mac, mac, 6);
+	cfg.rx_queue_size = 1024;
+	cfg.tx_queue_size = 512;
+	if (!net_new(&g, &cfg)) {
+		CHECK(!"device found");
+		net_free(&g);
+		return;
+	}
+	CHECK(dev_features(&g.d) & BIT(VIRTIO_NET_F_MTU));
+	CHECK(g.d.pci.device_len >= 12);
+	CHECK_EQ(dev_cfg(&g, &g.d, 10, 2), 1400);
+	check_mac(&g, &g.d, mac);
+	CHECK_EQ(dev_cfg(&g, &g.d, 6, 2), VIRTIO_NET_S_LINK_UP);
+	cc_write(&g.d.pci, CC_Q_SELECT, RXQ, 2);
+	CHECK_EQ(cc_read(&g.d.pci, CC_Q_SIZE, 2), 1024);
+	cc_write(&g.d.pci, CC_Q_SELECT, TXQ, 2);
+	CHECK_EQ(cc_read(&g.d.pci, CC_Q_SIZE, 2), 512);
+	/* The MAC is read-only without CTRL_MAC_ADDR: a write changes nothing. */
+	mmio_write(g.t, g.d.pci.device, 0xff, 1);
+	check_mac(&g, &g.d, mac);
+	net_free(&g);
+}
+
+/* ---- 2: transmit ---- */
+
+static void test_tx(bool packed)
+{
+	struct vnet_cfg cfg = cfg_default(packed);
+	struct net g;
+	uint32_t len = 1;
+	int id;
+
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES))
+		return;
+	id = tx_send(&g, 0, 1000, 4, 1);
+	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id);
+	CHECK_EQ(len, 0);			/* 5.1.6.2: nothing written */
+	CHECK_EQ(g.f.sent, 1);
+	CHECK_EQ(g.f.last_len, 1000);		/* no header */
+	CHECK(frame_is(g.f.last, 1000, 1));
+	CHECK(irq_take(&g.d, VEC_TX, 0) > 0);
+	CHECK(asks_for_next_kick(&g.q[TXQ]));
+	/* Indirect, one descriptor for header and frame alike. */
+	struct drv_seg s = { data_gpa(1), HDR_LEN + 60, false };
+
+	memset(slot_data(g.t, 1), 0, HDR_LEN);
+	for (unsigned i = 0; i < 60; i++)
+		slot_data(g.t, 1)[HDR_LEN + i] = pattern(2, i);
+	id = gq_add(&g.q[TXQ], &s, 1, true, IND_AREA);
+	gq_kick(&g.q[TXQ]);
+	loop_turn(&g);
+	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
+	CHECK(g.f.sent == 2 && g.f.last_len == 60 && frame_is(g.f.last, 60, 2));
+	CHECK_EQ(stats(&g).tx_frames, 2);
+	CHECK_EQ(stats(&g).tx_dropped, 0);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/*
+ * Frames no Ethernet can carry (shorter than its header, longer than
+ * 64 KiB behind it) and frames the back end refuses are dropped and
+ * counted; each chain is still used, and the device stays up.
+ */
+static void test_tx_drop(void)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	struct net g;
+	uint32_t len;
+	int id;
+
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES))
+		return;
+	id = tx_send(&g, 0, ETH_HDR - 1, 1, 0);
+	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
+	id = tx_send(&g, 0, 0, 1, 0);		/* a header and nothing else */
+	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
+	id = tx_send(&g, 2, 65535 + ETH_HDR + 1, 2, 0);	/* spans slots 2 and 3 */
+	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
+	CHECK_EQ(g.f.sent, 0);
+	CHECK_EQ(stats(&g).tx_dropped, 3);
+	/* The largest there may be goes through. */
+	id = tx_send(&g, 2, 65535 + ETH_HDR, 2, 3);
+	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
+	CHECK(g.f.sent == 1 && g.f.last_len == 65535 + ETH_HDR &&
+	      frame_is(g.f.last, 65535 + ETH_HDR, 3));
+	g.f.refuse = true;
+	id = tx_send(&g, 0, 100, 1, 0);
+	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
+	CHECK_EQ(stats(&g).tx_dropped, 4);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/* ---- 3: receive ---- */
+
+/* Without MRG_RXBUF: the frame in one buffer after the header, num_buffers 1. */
+static void test_rx_one(bool packed)
+{
+	struct vnet_cfg cfg = cfg_default(packed);
+	struct net g;
+	uint32_t len = 0;
+	uint8_t *p;
+	int id;
+
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES & ~BIT(VIRTIO_NET_F_MRG_RXBUF)))
+		return;
+	id = rx_post(&g, 0, 2048);
+	gq_kick(&g.q[RXQ]);
+	loop_turn(&g);
+	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);	/* nothing to give yet */
+	fake_queue(&g.f, 1000, 5);
+	loop_turn(&g);
+	CHECK(id >= 0 && gq_get_used(&g.q[RXQ], &len) == id);
+	CHECK_EQ(len, HDR_LEN + 1000);
+	p = slot_data(g.t, 0);
+	check_rx_hdr(p, 1);
+	CHECK(frame_is(p + HDR_LEN, 1000, 5));
+	CHECK_EQ(p[HDR_LEN + 1000], JUNK);		/* nothing beyond */
+	CHECK(irq_take(&g.d, VEC_RX, 0) > 0);
+	CHECK_EQ(g.f.rx_n, 0);
+	CHECK_EQ(stats(&g).rx_frames, 1);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/*
+ * With MRG_RXBUF and 128-byte buffers, a 1000-byte frame takes eight of
+ * them, each used with what it got, all with one interrupt (EVENT_IDX off,
+ * so each flush the device made would have raised one).
+ */
+static void test_rx_mrg(bool packed)
+{
+	struct vnet_cfg cfg = cfg_default(packed);
+	struct net g;
+	uint32_t len = 0;
+	int id[10];
+
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES & ~BIT(VIRTIO_RING_F_EVENT_IDX)))
+		return;
+	for (unsigned i = 0; i < 10; i++)
+		id[i] = rx_post(&g, i, 128);
+	gq_kick(&g.q[RXQ]);
+	loop_turn(&g);
+	CHECK_EQ(irq_take(&g.d, VEC_RX, 0), 0);
+	fake_queue(&g.f, 1000, 7);
+	loop_turn(&g);
+	for (unsigned i = 0; i < 8; i++) {
+		CHECK(id[i] >= 0 && gq_get_used(&g.q[RXQ], &len) == id[i]);
+		CHECK_EQ(len, i < 7 ? 128 : HDR_LEN + 1000 - 7 * 128);
+	}
+	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);	/* two left over */
+	check_rx_hdr(slot_data(g.t, 0), 8);
+	CHECK(frame_in_chains(&g, 0, 128, 1000, 7));
+	CHECK_EQ(slot_data(g.t, 7)[HDR_LEN + 1000 - 7 * 128], JUNK);
+	CHECK_EQ(irq_take(&g.d, VEC_RX, 0), 1);
+	/* The two left over and the next frame. */
+	fake_queue(&g.f, 200, 8);
+	loop_turn(&g);
+	CHECK(gq_get_used(&g.q[RXQ], &len) == id[8] && len == 128);
+	CHECK(gq_get_used(&g.q[RXQ], &len) == id[9] && len == HDR_LEN + 200 - 128);
+	check_rx_hdr(slot_data(g.t, 8), 2);
+	CHECK(frame_in_chains(&g, 8, 128, 200, 8));
+	CHECK_EQ(stats(&g).rx_frames, 2);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/* ---- 4: too few buffers, too large a frame ---- */
+
+/*
+ * Three 128-byte buffers cannot take a 1000-byte frame: the device holds
+ * them and waits, the frame stays in the back end; once the driver posts
+ * more and kicks, the frame arrives whole.
+ */
+static void test_rx_wait(bool packed)
+{
+	struct vnet_cfg cfg = cfg_default(packed);
+	struct net g;
+	uint32_t len = 0;
+	int id[NUM];
+	unsigned slot = 0;
+
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES))
+		return;
+	for (; slot < 3; slot++)
+		id[slot] = rx_post(&g, slot, 128);
+	gq_kick(&g.q[RXQ]);
+	fake_queue(&g.f, 1000, 9);
+	loop_turn(&g);
+	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
+	CHECK_EQ(g.f.rx_n, 1);
+	CHECK(asks_for_next_kick(&g.q[RXQ]));
+	for (; slot < 9; slot++)
+		id[slot] = rx_post(&g, slot, 128);
+	gq_kick(&g.q[RXQ]);
+	loop_turn(&g);
+	for (unsigned i = 0; i < 8; i++)
+		CHECK(gq_get_used(&g.q[RXQ], &len) == id[i] &&
+		      len == (i < 7 ? 128 : HDR_LEN + 1000 - 7 * 128));
+	CHECK(frame_in_chains(&g, 0, 128, 1000, 9));
+	check_rx_hdr(slot_data(g.t, 0), 8);
+	CHECK_EQ(g.f.rx_n, 0);
+
+	/*
+	 * A ring of NUM 128-byte buffers can never take 4000 bytes: once the
+	 * device holds them all, the frame goes, counted; the next arrives.
+	 */
+	unsigned first = slot - 1;	/* still held since the last frame */
+
+	for (; slot < first + NUM; slot++)
+		id[slot % NUM] = rx_post(&g, slot, 128);
+	CHECK(rx_post(&g, slot, 128) < 0);	/* the ring is full */
+	gq_kick(&g.q[RXQ]);
+	fake_queue(&g.f, 4000, 10);
+	fake_queue(&g.f, 300, 11);
+	loop_turn(&g);
+	CHECK_EQ(stats(&g).rx_dropped, 1);
+	CHECK_EQ(g.f.rx_n, 0);
+	for (unsigned i = 0; i < 2; i++)
+		CHECK(gq_get_used(&g.q[RXQ], &len) == id[(first + i) % NUM] && len == 128);
+	CHECK(gq_get_used(&g.q[RXQ], &len) == id[(first + 2) % NUM] &&
+	      len == HDR_LEN + 300 - 2 * 128);
+	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
+	check_rx_hdr(slot_data(g.t, first), 3);
+	CHECK(frame_in_chains(&g, first, 128, 300, 11));
+	/* What the drop left held, and what the ring still has, take the next. */
+	fake_queue(&g.f, 1000, 17);
+	loop_turn(&g);
+	for (unsigned i = 3; i < 3 + 8; i++)
+		CHECK(gq_get_used(&g.q[RXQ], &len) == id[(first + i) % NUM] &&
+		      len == (i < 3 + 7 ? 128 : HDR_LEN + 1000 - 7 * 128));
+	check_rx_hdr(slot_data(g.t, first + 3), 8);
+	CHECK(frame_in_chains(&g, first + 3, 128, 1000, 17));
+	CHECK_EQ(stats(&g).rx_dropped, 1);
+	CHECK_EQ(stats(&g).rx_frames, 3);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/*
+ * A packed ring of NUM slots full of two-descriptor chains: NUM / 2
+ * chains are all it can ever give, and a frame larger than they hold is
+ * dropped once the device has them all; the next frame arrives.
+ */
+static void test_rx_never_packed(void)
+{
+	struct vnet_cfg cfg = cfg_default(true);
+	struct net g;
+	uint32_t len = 0;
+	int id[NUM / 2];
+
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES))
+		return;
+	for (unsigned i = 0; i < NUM / 2; i++) {
+		struct drv_seg s[2] = {
+			{ data_gpa(i), 64, true }, { data_gpa(i) + 64, 64, true },
+		};
+
+		memset(slot_data(g.t, i), JUNK, 128);
+		id[i] = gq_add(&g.q[RXQ], s, 2, false, 0);
+		CHECK(id[i] >= 0);
+	}
+	gq_kick(&g.q[RXQ]);
+	fake_queue(&g.f, NUM / 2 * 128, 40);	/* the header makes it too large */
+	fake_queue(&g.f, 100, 41);
+	loop_turn(&g);
+	CHECK_EQ(stats(&g).rx_dropped, 1);
+	CHECK_EQ(g.f.rx_n, 0);
+	CHECK(gq_get_used(&g.q[RXQ], &len) == id[0] && len == HDR_LEN + 100);
+	check_rx_hdr(slot_data(g.t, 0), 1);
+	CHECK(frame_is(slot_data(g.t, 0) + HDR_LEN, 100, 41));
+	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
+	net_free(&g);
+}
+
+/*
+ * Without MRG_RXBUF one chain must hold the frame: a frame too large for
+ * it is dropped and counted, never truncated, and the chain serves the
+ * next frame.
+ */
+static void test_rx_small_chain(void)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	struct net g;
+	uint32_t len = 0;
+	int id;
+
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES & ~BIT(VIRTIO_NET_F_MRG_RXBUF)))
+		return;
+	id = rx_post(&g, 0, 256);
+	gq_kick(&g.q[RXQ]);
+	fake_queue(&g.f, 1000, 12);
+	fake_queue(&g.f, 100, 13);
+	loop_turn(&g);
+	CHECK_EQ(stats(&g).rx_dropped, 1);
+	CHECK(id >= 0 && gq_get_used(&g.q[RXQ], &len) == id);
+	CHECK_EQ(len, HDR_LEN + 100);
+	check_rx_hdr(slot_data(g.t, 0), 1);
+	CHECK(frame_is(slot_data(g.t, 0) + HDR_LEN, 100, 13));
+	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
+	CHECK_EQ(g.f.rx_n, 0);
+	net_free(&g);
+}
+
+/* A reset drops the buffers the device held; the frame waits for the next driver. */
+static void test_rx_reset_held(void)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	struct net g;
+	uint32_t len = 0;
+	int id;
+
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES))
+		return;
+	for (unsigned i = 0; i < 3; i++)
+		rx_post(&g, i, 128);
+	gq_kick(&g.q[RXQ]);
+	fake_queue(&g.f, 1000, 14);
+	loop_turn(&g);
+	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
+	CHECK(vdev_reset(&g.d));
+	CHECK(net_start(&g, NUM, ALL_FEATURES));
+	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
+	id = rx_post(&g, 5, 2048);
+	gq_kick(&g.q[RXQ]);
+	loop_turn(&g);
+	CHECK(id >= 0 && gq_get_used(&g.q[RXQ], &len) == id && len == HDR_LEN + 1000);
+	check_rx_hdr(slot_data(g.t, 5), 1);
+	CHECK(frame_is(slot_data(g.t, 5) + HDR_LEN, 1000, 14));
+	net_free(&g);
+}
+
+/* ---- 5: buffers after the frames ---- */
+
+static void test_rx_late_buffers(void)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	struct net g;
+	uint32_t len = 0;
+	int id[2];
+
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES))
+		return;
+	fake_queue(&g.f, 500, 15);
+	fake_queue(&g.f, 600, 16);
+	loop_turn(&g);
+	CHECK_EQ(g.f.rx_n, 2);
+	CHECK(asks_for_next_kick(&g.q[RXQ]));
+	id[0] = rx_post(&g, 0, 2048);
+	id[1] = rx_post(&g, 1, 2048);
+	gq_kick(&g.q[RXQ]);
+	loop_turn(&g);
+	CHECK(gq_get_used(&g.q[RXQ], &len) == id[0] && len == HDR_LEN + 500);
+	CHECK(gq_get_used(&g.q[RXQ], &len) == id[1] && len == HDR_LEN + 600);
+	CHECK(frame_is(slot_data(g.t, 0) + HDR_LEN, 500, 15));
+	CHECK(frame_is(slot_data(g.t, 1) + HDR_LEN, 600, 16));
+	CHECK_EQ(g.f.rx_n, 0);
+	CHECK(irq_take(&g.d, VEC_RX, 0) > 0);
+	net_free(&g);
+}
+
+/*
+ * VIRTIO 1.2, 3.1.1: nothing is used before DRIVER_OK; what the driver
+ * queued and the back end holds meanwhile is served once it is set,
+ * without another kick.
+ */
+static void test_before_driver_ok(void)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	struct net g;
+	uint32_t len = 0;
+	uint64_t f;
+	int rx, tx;
+
+	if (!net_new(&g, &cfg)) {
+		CHECK(!"device found");
+		net_free(&g);
+		return;
+	}
+	/* vdev_init() up to FEATURES_OK and the queues, DRIVER_OK left out. */
+	f = vpci_negotiate(&g.d.pci, ALL_FEATURES);
+	cc_write(&g.d.pci, CC_MSIX_CONFIG, VEC_CONFIG, 2);
+	msix_setup(&g.d, 3);
+	for (unsigned q = 0; q < 2; q++)
+		gq_init(&g.d, &g.q[q], q, NUM, f >> VIRTIO_F_RING_PACKED & 1,
+			f >> VIRTIO_RING_F_EVENT_IDX & 1);
+	rx = rx_post(&g, 0, 2048);
+	tx = tx_add(&g, 1, 100, 1, 30);
+	gq_kick(&g.q[RXQ]);
+	gq_kick(&g.q[TXQ]);
+	fake_queue(&g.f, 200, 31);
+	loop_turn(&g);
+	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
+	CHECK(gq_get_used(&g.q[TXQ], &len) < 0);
+	CHECK(g.f.sent == 0 && g.f.rx_n == 1);
+	vpci_set_status(&g.d.pci, DS_ACKNOWLEDGE | DS_DRIVER | DS_FEATURES_OK | DS_DRIVER_OK);
+	loop_turn(&g);
+	CHECK(rx >= 0 && gq_get_used(&g.q[RXQ], &len) == rx && len == HDR_LEN + 200);
+	CHECK(frame_is(slot_data(g.t, 0) + HDR_LEN, 200, 31));
+	CHECK(tx >= 0 && gq_get_used(&g.q[TXQ], &len) == tx && len == 0);
+	CHECK(g.f.sent == 1 && frame_is(g.f.last, 100, 30));
+	net_free(&g);
+}
+
+/* ---- 6: a hostile driver ---- */
+
+/* NEEDS_RESET with a config interrupt; after a reset the NIC sends again. */
+static void check_broken_then_reset(struct net *g)
+{
+	uint32_t len;
+	unsigned sent = g->f.sent;
+	int id;
+
+	CHECK(vstatus(&g->d) & NEEDS_RESET);
+	CHECK(irq_take(&g->d, VEC_CONFIG, 0) > 0);
+	CHECK(gq_get_used(&g->q[RXQ], &len) < 0);
+	CHECK(gq_get_used(&g->q[TXQ], &len) < 0);
+	/* Kicking a broken device serves nothing and breaks nothing. */
+	gq_kick(&g->q[RXQ]);
+	gq_kick(&g->q[TXQ]);
+	loop_turn(g);
+	CHECK(gq_get_used(&g->q[TXQ], &len) < 0);
+	CHECK(vdev_reset(&g->d));
+	CHECK(net_start(g, NUM, ALL_FEATURES));
+	id = tx_send(g, 20, 100, 2, 20);
+	CHECK(id >= 0 && gq_get_used(&g->q[TXQ], &len) == id && len == 0);
+	CHECK(g->f.sent == sent + 1 && frame_is(g->f.last, 100, 20));
+}
+
+enum hostile { RX_READABLE, TX_WRITABLE, TX_SHORT, RX_TINY_MRG };
+
+static void test_hostile(enum hostile h)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	struct drv_seg s[2] = {
+		{ data_gpa(0), HDR_LEN, false }, { data_gpa(1), 100, true },
+	};
+	struct net g;
+	uint32_t len;
+	int id;
+
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES))
+		return;
+	memset(slot_data(g.t, 1), 0, 100);
+	if (h == RX_READABLE || h == RX_TINY_MRG) {
+		s[0].len = h == RX_TINY_MRG ? HDR_LEN - 1 : 2048;
+		s[0].write = h == RX_TINY_MRG;
+		CHECK(gq_add(&g.q[RXQ], s, 1, false, 0) >= 0);
+		gq_kick(&g.q[RXQ]);
+		fake_queue(&g.f, 100, 21);
+	} else {
+		/* The header alone, writable; or 8 bytes, short of the header. */
+		s[0].len = h == TX_SHORT ? 8 : HDR_LEN;
+		CHECK(gq_add(&g.q[TXQ], s, h == TX_SHORT ? 1 : 2, false, 0) >= 0);
+		gq_kick(&g.q[TXQ]);
+	}
+	loop_turn(&g);
+	CHECK_EQ(g.f.sent, 0);
+	check_broken_then_reset(&g);
+	if (h == RX_READABLE || h == RX_TINY_MRG) {
+		/* The frame waited in the back end through it all. */
+		id = rx_post(&g, 2, 2048);
+		gq_kick(&g.q[RXQ]);
+		loop_turn(&g);
+		CHECK(id >= 0 && gq_get_used(&g.q[RXQ], &len) == id && len == HDR_LEN + 100);
+		CHECK(frame_is(slot_data(g.t, 2) + HDR_LEN, 100, 21));
+	}
+	net_free(&g);
+}
+
+/*
+ * More chains than one round takes: the device yields to the loop's other
+ * handlers after one round and comes back by itself, so everything is
+ * sent, each once, after the loop has turned.
+ */
+static void test_tx_flood(bool packed)
+{
+	struct vnet_cfg cfg = cfg_default(packed);
+	enum { CHAINS = 600, FRAME = 64, STRIDE = HDR_LEN + FRAME };
+	static bool seen[CHAINS];
+	struct net g;
+	uint32_t len;
+	unsigned used = 0;
+
+	cfg.rx_queue_size = cfg.tx_queue_size = 1024;
+	if (!net_up(&g, &cfg, 1024, ALL_FEATURES))
+		return;
+	for (unsigned i = 0; i < CHAINS; i++) {
+		uint8_t *p = slot_data(g.t, 0) + i * STRIDE;
+		struct drv_seg s = { data_gpa(0) + i * STRIDE, STRIDE, false };
+
+		memset(p, 0, STRIDE);
+		p[HDR_LEN + 14] = (uint8_t)i;
+		p[HDR_LEN + 15] = (uint8_t)(i >> 8);
+		CHECK(gq_add(&g.q[TXQ], &s, 1, false, 0) >= 0);
+	}
+	gq_kick(&g.q[TXQ]);
+	CHECK(iothread_poll(g.t->b.m.loop, 0) > 0);
+	CHECK(g.f.sent > 0 && g.f.sent < CHAINS);
+	loop_turn(&g);
+	CHECK_EQ(g.f.sent, CHAINS);
+	memset(seen, 0, sizeof(seen));
+	for (unsigned i = 0; i < CHAINS && i < SENT_MAX; i++)
+		if (g.f.tag[i] < CHAINS && !seen[g.f.tag[i]])
+			seen[g.f.tag[i]] = true;
+	for (unsigned i = 0; i < CHAINS; i++)
+		CHECK(seen[i]);
+	while (gq_get_used(&g.q[TXQ], &len) >= 0)
+		used += len == 0;
+	CHECK_EQ(used, CHAINS);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/* ---- 8: the command line ---- */
+
+static const struct device_family *family(void)
+{
+	return device_find("virtio-net-pci", strlen("virtio-net-pci"));
+}
+
+/* The family's parse and check, as device_set_add() runs them; NULL after one line. */
+static struct vnet_cfg *parse(const char *arg)
+{
+	const struct device_family *f = family();
+
+	return opts_parse_new(f->spec, f->cfg_size, f->defaults, arg, f->check);
+}
+
+static void cfg_free(struct vnet_cfg *c)
+{
+	if (c)
+		opts_free(family()->spec, c);
+	free(c);
+}
+
+/* arg is refused with exactly one line. */
+static void check_refused(const char *arg)
+{
+	char line[256];
+	struct vnet_cfg *c;
+
+	capture_begin();
+	c = parse(arg);
+	CHECK_EQ(capture_end(line, sizeof(line)), 1);
+	CHECK(!c);
+	if (c)
+		printf("# accepted: %s\n", arg);
+	cfg_free(c);
+}
+
+static void test_cmdline(void)
+{
+	const struct device_family *f = family();
+	struct vnet_cfg *c, tmp;
+	char *help = NULL;
+	size_t help_len = 0;
+	FILE *mf;
+
+	CHECK(f && f->kind == DEVICE_PLUGGED && f->pci_class == NET_CLASS);
+	CHECK(f && f->create && f->destroy && f->resolve);
+	if (!f)
+		return;
+	CHECK(device_find("virtio-net", strlen("virtio-net")) != NULL);
+	memcpy(&tmp, f->defaults, f->cfg_size);
+	CHECK(opts_parse(f->spec, "help", &tmp) == OPTS_HELP);
+	opts_free(f->spec, &tmp);
+	mf = open_memstream(&help, &help_len);
+	CHECK(mf != NULL);
+	if (mf) {
+		opts_print_help(mf, f->spec);
+		fclose(mf);
+		for (const char *const *k = (const char *const[]){ "netdev", "mac", "host_mtu",
+				"packed", "event_idx", "indirect_desc", "rx_queue_size",
+				"tx_queue_size", NULL }; *k; k++)
+			CHECK(help && strstr(help, *k));
+	}
+	free(help);
+
+	/* QEMU's defaults. */
+	c = parse("");
+	CHECK(c && !c->netdev && !c->mac_set && !c->host_mtu && !c->packed &&
+	      c->event_idx && c->indirect_desc && c->rx_queue_size == 256 &&
+	      c->tx_queue_size == 256);
+	cfg_free(c);
+	c = parse("mac=52:54:00:Ab:cD:01,host_mtu=9000,rx_queue_size=1024,tx_queue_size=512,"
+		  "packed=on,event_idx=off,indirect_desc=off");
+	CHECK(c && c->mac_set && !memcmp(c->mac, "\x52\x54\x00\xab\xcd\x01", 6) &&
+	      c->host_mtu == 9000 && c->rx_queue_size == 1024 && c->tx_queue_size == 512 &&
+	      c->packed && !c->event_idx && !c->indirect_desc);
+	cfg_free(c);
+	c = parse("host_mtu=68");
+	CHECK(c && c->host_mtu == 68);
+	cfg_free(c);
+
+	check_refused("mac=01:00:00:00:00:00");		/* multicast */
+	check_refused("mac=52:54:00:12:34");
+	check_refused("mac=52:54:00:12:34:5g");
+	check_refused("mac=52-54-00-12-34-56");
+	check_refused("host_mtu=10");
+	check_refused("host_mtu=65536");
+	check_refused("rx_queue_size=128");
+	check_refused("tx_queue_size=2048");
+	check_refused("rx_queue_size=300");
+	check_refused("bogus=1");
+}
+
+/* netdev= names a -netdev user; nothing else will do. */
+static void check_resolve_refused(const char *arg, const struct object_set *objs)
+{
+	const struct device_family *f = family();
+	struct vnet_cfg *c = parse(arg);
+	char line[256];
+
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	capture_begin();
+	CHECK(f->resolve(c, objs) < 0);
+	CHECK_EQ(capture_end(line, sizeof(line)), 1);
+	cfg_free(c);
+}
+
+static void test_netdev_refused(void)
+{
+	struct object_set *objs = object_set_new();
+
+	CHECK(objs && object_set_add(objs, object_type_find("rng-builtin", 11), "id=r0") == 0);
+	check_resolve_refused("netdev=n0", NULL);
+	check_resolve_refused("netdev=n0", objs);
+	check_resolve_refused("netdev=r0", objs);	/* an -object, not a -netdev */
+	object_set_free(objs);
+}
+
+static void test_netdev_user(void)
+{
+	const struct object_type *t = netdev_type_find("user", 4);
+	const struct device_family *f = family();
+	struct object_set *objs;
+	struct vnet_cfg *c;
+	char line[256];
+
+	if (!t) {
+		check_skip_case("no -netdev user in the object table yet");
+		return;
+	}
+	objs = object_set_new();
+	capture_begin();
+	int r = objs ? object_set_add(objs, t, "id=n0") : -1;
+
+	capture_end(line, sizeof(line));
+	if (r < 0) {
+		check_skip_case("-netdev user,id=n0 refused here: %.*s",
+				(int)strcspn(line, "\n"), line);
+		object_set_free(objs);
+		return;
+	}
+	c = parse("netdev=n0");
+	CHECK(c && f->resolve(c, objs) == 0);
+	CHECK(c && c->user && c->user->head.id && !strcmp(c->user->head.id, "n0"));
+	cfg_free(c);
+	object_set_free(objs);
+}
+
+/*
+ * No netdev=: as QEMU's, a warning and a NIC with its link up whose
+ * frames go nowhere, counted as dropped.
+ */
+static void test_no_netdev(void)
+{
+	const struct device_family *f = family();
+	struct vnet_cfg *c = parse("");
+	struct tmachine *t = machine_board(1, false);
+	struct net g = { .t = t };
+	char line[256];
+	uint32_t len;
+	int id;
+
+	t->b.m.loop = iothread_new("main");
+	capture_begin();
+	g.n = c && t->b.m.loop ? f->create(&t->b.m, c, virtio_pci_plug(&t->b.m, f->pci_class))
+			       : NULL;
+	CHECK_EQ(capture_end(line, sizeof(line)), 1);
+	CHECK(strstr(line, "netdev") != NULL);
+	CHECK(g.n && vdev_find_id(t, NET_PCI_ID, 0, &g.d));
+	if (g.n && net_start(&g, NUM, ALL_FEATURES)) {
+		CHECK_EQ(dev_cfg(&g, &g.d, 6, 2), VIRTIO_NET_S_LINK_UP);
+		id = tx_send(&g, 0, 100, 1, 0);
+		CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
+		CHECK_EQ(stats(&g).tx_dropped, 1);
+		CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	}
+	if (g.n)
+		f->destroy(g.n);
+	cfg_free(c);
+	iothread_free(t->b.m.loop);
+	machine_free(t);
+}
+
+int main(void)
+{
+	RUN(test_identity());
+	RUN(test_mtu_mac());
+	RUN(test_tx(false));
+	RUN(test_tx_drop());
+	RUN(test_rx_one(false));
+	RUN(test_rx_mrg(false));
+	RUN(test_rx_wait(false));
+	RUN(test_rx_small_chain());
+	RUN(test_rx_reset_held());
+	RUN(test_rx_late_buffers());
+	RUN(test_before_driver_ok());
+	RUN(test_hostile(RX_READABLE));
+	RUN(test_hostile(TX_WRITABLE));
+	RUN(test_hostile(TX_SHORT));
+	RUN(test_hostile(RX_TINY_MRG));
+	RUN(test_tx_flood(false));
+	RUN(test_tx(true));
+	RUN(test_rx_one(true));
+	RUN(test_rx_mrg(true));
+	RUN(test_rx_wait(true));
+	RUN(test_rx_never_packed());
+	RUN(test_tx_flood(true));
+	RUN(test_cmdline());
+	RUN(test_netdev_refused());
+	RUN(test_netdev_user());
+	RUN(test_no_netdev());
+	return check_done();
+}
