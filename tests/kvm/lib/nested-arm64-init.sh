@@ -22,6 +22,8 @@ bind_shares &&
 mkdir -p "$WORK" &&
 mount -t 9p -o $o,cache=none work "$WORK" || { echo "init: mounts failed" >>/ctl/err; poweroff -f; }
 [ -c /dev/kvm ] || echo "with-kvm: warning: no /dev/kvm in the nested arm64 host" >>/ctl/err
+# A host has its loopback: user networking's forwards listen on 127.0.0.1.
+/bin/busybox ip link set lo up || echo "with-kvm: warning: no loopback" >>/ctl/err
 (while :; do date +%s >/ctl/beat; sleep 5; done) &
 # Ahead of the guests' vCPUs: silence must mean a wedge, not a busy host.
 busybox renice -n -20 -p $! >/dev/null

@@ -47,6 +47,8 @@ mkdir -p "$r$WORK" &&
 mount -t 9p -o $o,cache=none work "$r$WORK" &&
 mount -o bind /ctl $r/run/with-kvm || { echo "init: mounts failed"; cat /proc/mounts; poweroff -f; }
 [ -c /dev/kvm ] || echo "init: warning: no /dev/kvm in the nested host" >>/ctl/err
+# A host has its loopback: user networking's forwards listen on 127.0.0.1.
+/bin/busybox ip link set lo up || echo "init: warning: no loopback" >>/ctl/err
 echo "inner host up" >/ctl/up
 # Two heartbeats, ahead of the guests' vCPUs (nice -20), so that silence
 # means a wedge, not a busy host: one through the ctl share (9p), one on
