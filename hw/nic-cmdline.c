@@ -68,8 +68,7 @@ static int nic_split(const char *opt, const char *arg, char *nic, char *be, size
 		size_t len = item_len(s);
 
 		if (item_is(s, len, "model")) {
-			if (nic_model(opt, s + 6, len - 6))
-				return -1;
+			/* nic_cmdline_check() took it as the command line was read. */
 		} else if (item_is(s, len, "mac") || item_is(s, len, "macaddr")) {
 			size_t key = (size_t)(strchr(s, '=') - s);
 

@@ -44,7 +44,7 @@
 #define VEC_CONFIG 0
 #define VEC_RX 1
 #define VEC_TX 2
-#define FAKE_MAX 64		/* frames the fake back end queues for the guest */
+#define FAKE_MAX 1024		/* frames the fake back end queues for the guest */
 #define SENT_MAX 1024
 
 #define BIT(b) (1ull << (b))
@@ -924,6 +924,52 @@ static void test_tx_flood(bool packed)
 	net_free(&g);
 }
 
+/*
+ * A back end with more frames than one round takes, and buffers for all:
+ * one call of the device's handler gives the guest some but not all (the
+ * loop's other devices get their turn between rounds), and the loop
+ * turning on gives it the rest, each frame once, whole and in order.
+ */
+static void test_rx_flood(bool packed)
+{
+	struct vnet_cfg cfg = cfg_default(packed);
+	enum { FRAMES = 600, BUF = 128, FRAME = 60 };
+	static int ids[FRAMES];
+	struct net g;
+	uint32_t len = 0;
+	unsigned used = 0;
+	int id;
+
+	cfg.rx_queue_size = cfg.tx_queue_size = 1024;
+	if (!net_up(&g, &cfg, 1024, ALL_FEATURES))
+		return;
+	for (unsigned i = 0; i < FRAMES; i++) {
+		struct drv_seg s = { data_gpa(0) + i * BUF, BUF, true };
+
+		ids[i] = gq_add(&g.q[RXQ], &s, 1, false, 0);
+		CHECK(ids[i] >= 0);
+	}
+	gq_kick(&g.q[RXQ]);
+	loop_turn(&g);
+	for (unsigned i = 0; i < FRAMES; i++)
+		fake_queue(&g.f, FRAME, i);
+	CHECK(iothread_poll(g.t->b.m.loop, 0) > 0);
+	CHECK(g.f.rx_n > 0 && g.f.rx_n < FRAMES);
+	loop_turn(&g);
+	CHECK_EQ(g.f.rx_n, 0);
+	while ((id = gq_get_used(&g.q[RXQ], &len)) >= 0 && used < FRAMES) {
+		const uint8_t *p = gpa(g.t, data_gpa(0) + used * BUF);
+
+		CHECK_EQ(id, ids[used]);
+		CHECK_EQ(len, HDR_LEN + FRAME);
+		CHECK(frame_is(p + HDR_LEN, FRAME, used));
+		used++;
+	}
+	CHECK_EQ(used, FRAMES);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
 /* ---- 8: the command line ---- */
 
 static const struct device_family *family(void)
@@ -1127,12 +1173,14 @@ int main(void)
 	RUN(test_hostile(TX_SHORT));
 	RUN(test_hostile(RX_TINY_MRG));
 	RUN(test_tx_flood(false));
+	RUN(test_rx_flood(false));
 	RUN(test_tx(true));
 	RUN(test_rx_one(true));
 	RUN(test_rx_mrg(true));
 	RUN(test_rx_wait(true));
 	RUN(test_rx_never_packed());
 	RUN(test_tx_flood(true));
+	RUN(test_rx_flood(true));
 	RUN(test_cmdline());
 	RUN(test_netdev_refused());
 	RUN(test_netdev_user());
