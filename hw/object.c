@@ -95,9 +95,10 @@ static const struct object_type types[] = {
 	  netdev_user_check },
 };
 
-/* A -netdev's config is an object's: its id first. */
-static_assert(offsetof(struct netdev_cfg, id) == offsetof(struct object_cfg, id),
-	      "a -netdev config starts with its id");
+/* A -netdev's config is an object's: its id and type first. */
+static_assert(offsetof(struct netdev_cfg, id) == offsetof(struct object_cfg, id) &&
+	      offsetof(struct netdev_cfg, type) == offsetof(struct object_cfg, type),
+	      "a -netdev config starts as an object's");
 
 static const struct object_type *type_find(const char *option, const char *name,
 					   size_t len)
@@ -169,6 +170,7 @@ int object_set_add(struct object_set *s, const struct object_type *t, const char
 			return -1;
 		}
 	}
+	cfg->type = t->name;
 	s->o[s->n++] = (struct object){ t, cfg };
 	return 0;
 }

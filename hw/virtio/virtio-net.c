@@ -692,9 +692,9 @@ static int vnet_resolve(void *cfg, const struct object_set *objects, const char 
 	if (!c->netdev)
 		return 0;
 	snprintf(who, sizeof(who), "%s: netdev=%s", what, c->netdev);
-	c->user = (const struct netdev_user_cfg *)object_find(objects, c->netdev,
+	c->backend = (const struct netdev_cfg *)object_find(objects, c->netdev,
 		(const char *const[]){ "user", NULL }, who);
-	return c->user ? 0 : -1;
+	return c->backend ? 0 : -1;
 }
 
 static int vnet_pci_resolve(void *cfg, const struct object_set *objects)
@@ -718,7 +718,7 @@ static void *vnet_family_create(struct machine *m, const void *cfg,
 	struct netdev *nd = NULL;
 	struct vnet *n;
 
-	if (c->user && !(nd = netdev_user_new(c->user))) {
+	if (c->backend && !(nd = netdev_new(c->backend))) {
 		virtio_unplug(plug);
 		return NULL;
 	}

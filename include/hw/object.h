@@ -13,9 +13,10 @@
 
 #include "util/opts.h"
 
-/* Every type's config starts with its id. */
+/* Every type's config starts with its id, and its type's name (set by the set). */
 struct object_cfg {
 	char *id;
+	const char *type;
 };
 
 /* rng-random and rng-builtin: where virtio-rng's bytes come from. */

@@ -64,6 +64,7 @@ struct netdev {
 /* A -netdev's config: every type's starts with its id, as -object's. */
 struct netdev_cfg {
 	char *id;
+	const char *type;	/* "user": which back end (set by the -netdev set) */
 };
 
 /*
@@ -102,6 +103,12 @@ int netdev_user_check(void *cfg);
 
 /* The back end cfg describes (a -netdev user config); NULL after one line. */
 struct netdev *netdev_user_new(const struct netdev_user_cfg *cfg);
+
+/*
+ * The back end a -netdev's config describes, of the type it names
+ * (net/net.c); NULL after one line.
+ */
+struct netdev *netdev_new(const struct netdev_cfg *cfg);
 
 static inline void netdev_free(struct netdev *nd)
 {

@@ -1115,7 +1115,8 @@ static void test_netdev_user(void)
 	}
 	c = parse("netdev=n0");
 	CHECK(c && f->resolve(c, objs) == 0);
-	CHECK(c && c->user && c->user->head.id && !strcmp(c->user->head.id, "n0"));
+	CHECK(c && c->backend && c->backend->id && !strcmp(c->backend->id, "n0") &&
+	      c->backend->type && !strcmp(c->backend->type, "user"));
 	cfg_free(c);
 	object_set_free(objs);
 }

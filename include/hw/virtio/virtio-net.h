@@ -9,7 +9,7 @@
 
 struct machine;
 struct netdev;
-struct netdev_user_cfg;
+struct netdev_cfg;
 struct virtio_plug;
 
 /*
@@ -26,7 +26,7 @@ struct virtio_plug;
 struct vnet_cfg {
 	char *netdev;			/* netdev=: the -netdev's id; NULL: none */
 	/* What netdev= named (resolve): owned by the -netdev set. */
-	const struct netdev_user_cfg *user;
+	const struct netdev_cfg *backend;
 	char mac_str[18];		/* mac=, as given */
 	uint8_t mac[6];			/* mac_str parsed (check), when mac_set */
 	bool mac_set;

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The one place a -netdev's type becomes its back end: the NIC names a
+ * -netdev by id and gets a struct netdev, whatever carries its frames.
+ */
+#include <assert.h>
+#include <string.h>
+
+#include "net/net.h"
+#include "util/log.h"
+
+struct netdev *netdev_new(const struct netdev_cfg *cfg)
+{
+	assert(cfg->type);
+	if (!strcmp(cfg->type, "user"))
+		return netdev_user_new((const struct netdev_user_cfg *)cfg);
+	/* The object table lists no other -netdev type. */
+	assert(!"a -netdev type without a back end");
+	return NULL;
+}
