@@ -38,15 +38,15 @@
 
 /*
  * The features whose config fields lie within VUBLK_CONFIG_LEN and whose
- * requests need nothing of brisk; MQ and RING_PACKED are added as asked.
+ * requests need nothing of brisk; MQ and the ring features are added as
+ * asked.
  */
 #define VUBLK_FEATURES (F(VIRTIO_BLK_F_SIZE_MAX) | F(VIRTIO_BLK_F_SEG_MAX) |	\
 			F(VIRTIO_BLK_F_GEOMETRY) | F(VIRTIO_BLK_F_RO) |		\
 			F(VIRTIO_BLK_F_BLK_SIZE) | F(VIRTIO_BLK_F_FLUSH) |	\
 			F(VIRTIO_BLK_F_TOPOLOGY) | F(VIRTIO_BLK_F_CONFIG_WCE) |	\
 			F(VIRTIO_BLK_F_DISCARD) | F(VIRTIO_BLK_F_WRITE_ZEROES) |	\
-			F(VIRTIO_F_VERSION_1) | F(VIRTIO_F_RING_INDIRECT_DESC) |	\
-			F(VIRTIO_F_RING_EVENT_IDX))
+			F(VIRTIO_F_VERSION_1))
 
 struct vublk {
 	struct virtio_device vdev;
@@ -67,12 +67,7 @@ static const struct opt_prop vublk_props[] = {
 	  .help = "request queues" },
 	{ "queue-size", OPT_UINT, U(queue_size, unsigned), OPT_POW2, .min = 2,
 	  .max = VBLK_MAX_QUEUE_SIZE, .def = "256", .help = "ring entries per queue" },
-	{ "packed", OPT_BOOL, U(packed, bool), .def = "off",
-	  .help = "offer the packed ring (VIRTIO_F_RING_PACKED)" },
-	{ "event_idx", OPT_BOOL, U(event_idx, bool), .def = "on",
-	  .help = "offer VIRTIO_F_EVENT_IDX" },
-	{ "indirect_desc", OPT_BOOL, U(indirect_desc, bool), .def = "on",
-	  .help = "offer VIRTIO_F_INDIRECT_DESC" },
+	VIRTIO_RING_PROPS(struct vublk_cfg, ring),
 	{ NULL },
 };
 #undef U
@@ -111,8 +106,7 @@ fail:
 int vublk_cmdline_device(struct blk_cmdline *c, const char *arg)
 {
 	struct vublk_cfg vc = {
-		.queue_size = VBLK_DEFAULT_QUEUE_SIZE, .event_idx = true,
-		.indirect_desc = true,
+		.queue_size = VBLK_DEFAULT_QUEUE_SIZE, .ring = VIRTIO_RING_DEFAULTS,
 	};
 
 	if (blk_parse_named(c, "driver", "vhost-user-blk-pci", NULL, arg, &vublk_spec, &vc))
@@ -244,16 +238,10 @@ static const struct virtio_device_ops vublk_ops = {
 /* What the guest is offered: the back-end's, as far as brisk carries them. */
 static uint64_t vublk_features(const struct vublk *s, const struct vublk_cfg *cfg)
 {
-	uint64_t want = VUBLK_FEATURES;
+	uint64_t want = VUBLK_FEATURES | virtio_ring_features(&cfg->ring);
 
 	if (s->nq > 1)
 		want |= F(VIRTIO_BLK_F_MQ);
-	if (cfg->packed)
-		want |= F(VIRTIO_F_RING_PACKED);
-	if (!cfg->event_idx)
-		want &= ~F(VIRTIO_F_RING_EVENT_IDX);
-	if (!cfg->indirect_desc)
-		want &= ~F(VIRTIO_F_RING_INDIRECT_DESC);
 	return vhu_frontend_features(s->f) & want;
 }
 

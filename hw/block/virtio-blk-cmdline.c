@@ -164,7 +164,7 @@ fail:
 static void device_defaults(struct blk_device_cfg *dc)
 {
 	*dc = (struct blk_device_cfg){
-		.event_idx = true, .indirect_desc = true,
+		.ring = VIRTIO_RING_DEFAULTS,
 		.queue_size = VBLK_DEFAULT_QUEUE_SIZE,
 		.poll_us = VBLK_DEFAULT_POLL_US, .iothreads = 1,
 	};
@@ -201,8 +201,7 @@ static int drive_add_device(struct blk_cmdline *c, unsigned drive)
 static const struct opt_prop device_props[] = {
 	{ "drive", OPT_STR, V(drive_id, char *), OPT_REQUIRED,
 	  .help = "the -drive id= this disk serves" },
-	{ "packed", OPT_BOOL, V(packed, bool), .def = "off",
-	  .help = "offer the packed ring (VIRTIO_F_RING_PACKED)" },
+	VIRTIO_RING_PROPS(struct blk_device_cfg, ring),
 	{ "num-queues", OPT_UINT, V(num_queues, unsigned), .min = 1,
 	  .max = VBLK_MAX_QUEUES, .def = "the vCPU count", .help = "request queues" },
 	{ "queue-size", OPT_UINT, V(queue_size, unsigned), OPT_POW2, .min = 2,
@@ -210,10 +209,6 @@ static const struct opt_prop device_props[] = {
 	{ "serial", OPT_STRBUF, V(serial, char[VBLK_SERIAL_LEN + 1]),
 	  OPT_PRINTABLE | OPT_EMPTY, .max = VBLK_SERIAL_LEN,
 	  .help = "the disk's serial (GET_ID)" },
-	{ "event_idx", OPT_BOOL, V(event_idx, bool), .def = "on",
-	  .help = "offer VIRTIO_F_EVENT_IDX" },
-	{ "indirect_desc", OPT_BOOL, V(indirect_desc, bool), .def = "on",
-	  .help = "offer VIRTIO_F_INDIRECT_DESC" },
 	{ "poll-us", OPT_UINT, V(poll_us, unsigned), .max = VBLK_MAX_POLL_US,
 	  .def = "2000", .help = "how long an idle I/O thread polls its rings" },
 	{ "iothreads", OPT_UINT, V(iothreads, unsigned), .min = 1,
@@ -308,7 +303,7 @@ int blk_cmdline_export(struct blk_cmdline *c, const char *arg)
 
 	/* The front-end picks among what is offered: offer every ring kind. */
 	device_defaults(&dc);
-	dc.packed = true;
+	dc.ring.packed = true;
 	dc.num_queues = VBLK_EXPORT_QUEUES;
 	if (blk_parse_named(c, "type", "vhost-user-blk", NULL, arg, &blk_export_spec, &dc))
 		goto fail;

@@ -232,13 +232,7 @@ static uint64_t vblk_features(const struct vblk *s, const struct blk_device_cfg 
 		f |= 1ull << VIRTIO_BLK_F_RO;
 	if (s->nq > 1)
 		f |= 1ull << VIRTIO_BLK_F_MQ;
-	if (cfg->indirect_desc)
-		f |= 1ull << VIRTIO_F_RING_INDIRECT_DESC;
-	if (cfg->event_idx)
-		f |= 1ull << VIRTIO_F_RING_EVENT_IDX;
-	if (cfg->packed)
-		f |= 1ull << VIRTIO_F_RING_PACKED;
-	return f;
+	return f | virtio_ring_features(&cfg->ring);
 }
 
 static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,

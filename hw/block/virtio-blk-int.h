@@ -13,6 +13,7 @@
 
 #include "block/block.h"
 #include "hw/char/chardev-socket.h"
+#include "hw/virtio/virtio-props.h"
 #include "util/opts.h"
 
 #define VBLK_SERIAL_LEN 20		/* GET_ID answer, not NUL-terminated */
@@ -45,9 +46,7 @@ struct blk_drive_cfg {
 struct blk_device_cfg {
 	char *drive_id;		/* NULL when made by an if=virtio drive */
 	unsigned drive;		/* index into drives, set by finish */
-	bool packed;
-	bool event_idx;
-	bool indirect_desc;
+	struct virtio_ring_opts ring;
 	unsigned num_queues;	/* 0: one per vCPU, resolved at create */
 	unsigned queue_size;
 	unsigned poll_us;	/* I/O thread polling window, at most */
@@ -81,9 +80,7 @@ struct vublk_cfg {
 	unsigned chardev;	/* index into chardevs, set by finish */
 	unsigned num_queues;	/* 0: one per vCPU, at most what the back-end serves */
 	unsigned queue_size;
-	bool packed;
-	bool event_idx;
-	bool indirect_desc;
+	struct virtio_ring_opts ring;
 	struct vublk *dev;	/* the live device, once created */
 };
 

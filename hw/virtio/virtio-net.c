@@ -36,6 +36,7 @@
 #include "hw/object.h"
 #include "hw/virtio/virtio-net.h"
 #include "hw/virtio/virtio-plug.h"
+#include "hw/virtio/virtio-props.h"
 #include "net/net.h"
 #include "util/iothread.h"
 #include "util/iov.h"
@@ -462,13 +463,7 @@ static uint64_t vnet_features(const struct vnet_cfg *cfg)
 	/* As QEMU's: the MTU is advice only when host_mtu= gave one. */
 	if (cfg->host_mtu)
 		f |= 1ull << VIRTIO_NET_F_MTU;
-	if (cfg->indirect_desc)
-		f |= 1ull << VIRTIO_F_RING_INDIRECT_DESC;
-	if (cfg->event_idx)
-		f |= 1ull << VIRTIO_F_RING_EVENT_IDX;
-	if (cfg->packed)
-		f |= 1ull << VIRTIO_F_RING_PACKED;
-	return f;
+	return f | virtio_ring_features(&cfg->ring);
 }
 
 static void put_le16(uint8_t *p, uint16_t v)
@@ -606,12 +601,7 @@ static const struct opt_prop vnet_props[] = {
 	{ "host_mtu", OPT_UINT, V(host_mtu, unsigned), .min = VNET_MIN_MTU,
 	  .max = VNET_MAX_MTU, .def = "none (no VIRTIO_NET_F_MTU)",
 	  .help = "the MTU offered to the guest" },
-	{ "packed", OPT_BOOL, V(packed, bool), .def = "off",
-	  .help = "offer the packed ring (VIRTIO_F_RING_PACKED)" },
-	{ "event_idx", OPT_BOOL, V(event_idx, bool), .def = "on",
-	  .help = "offer VIRTIO_F_EVENT_IDX" },
-	{ "indirect_desc", OPT_BOOL, V(indirect_desc, bool), .def = "on",
-	  .help = "offer VIRTIO_F_INDIRECT_DESC" },
+	VIRTIO_RING_PROPS(struct vnet_cfg, ring),
 	{ "rx_queue_size", OPT_UINT, V(rx_queue_size, unsigned), OPT_POW2,
 	  .min = VNET_MIN_QUEUE_SIZE, .max = VNET_MAX_QUEUE_SIZE, .def = "256",
 	  .help = "receive ring entries" },
@@ -626,8 +616,7 @@ static const struct opt_spec vnet_pci_spec = { "-device virtio-net-pci", NULL, v
 static const struct opt_spec vnet_alias_spec = { "-device virtio-net", NULL, vnet_props };
 
 static const struct vnet_cfg vnet_defaults = {
-	.event_idx = true,
-	.indirect_desc = true,
+	.ring = VIRTIO_RING_DEFAULTS,
 	.rx_queue_size = VNET_DEFAULT_QUEUE_SIZE,
 	.tx_queue_size = VNET_DEFAULT_QUEUE_SIZE,
 };

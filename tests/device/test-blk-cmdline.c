@@ -93,10 +93,10 @@ static void test_good(void)
 		CHECK(c->drives[0].readonly && !c->drives[0].if_virtio);
 		CHECK(c->drives[0].aio == BLK_AIO_THREADS);
 		CHECK(c->drives[0].cache == BLK_CACHE_NONE);
-		CHECK(c->devs[0].drive == 0 && c->devs[0].packed);
+		CHECK(c->devs[0].drive == 0 && c->devs[0].ring.packed);
 		CHECK(c->devs[0].num_queues == 4 && c->devs[0].queue_size == 128);
 		CHECK(!strcmp(c->devs[0].serial, "SER-01"));
-		CHECK(!c->devs[0].event_idx && !c->devs[0].indirect_desc);
+		CHECK(!c->devs[0].ring.event_idx && !c->devs[0].ring.indirect_desc);
 		CHECK(c->devs[0].poll_us == 0);
 		CHECK(c->devs[0].iothreads == 2);
 		CHECK(c->devs[0].irq_coalesce_us == 250);
@@ -128,8 +128,8 @@ static void test_good(void)
 		CHECK(c->drives[0].cache == BLK_CACHE_WRITEBACK);
 		CHECK(!c->drives[0].readonly);
 		CHECK(c->devs[0].num_queues == 0);	/* one per vCPU, at create */
-		CHECK(c->devs[0].queue_size == 256 && !c->devs[0].packed);
-		CHECK(c->devs[0].event_idx && c->devs[0].indirect_desc);
+		CHECK(c->devs[0].queue_size == 256 && !c->devs[0].ring.packed);
+		CHECK(c->devs[0].ring.event_idx && c->devs[0].ring.indirect_desc);
 		CHECK(c->devs[0].poll_us == 2000);
 		CHECK(c->devs[1].poll_us == 2000);
 		CHECK(c->devs[2].queue_size == 256 && c->devs[2].iothreads == 1);

@@ -176,7 +176,7 @@ struct net {
 static struct vnet_cfg cfg_default(bool packed)
 {
 	return (struct vnet_cfg){
-		.event_idx = true, .indirect_desc = true, .packed = packed,
+		.ring = { .event_idx = true, .indirect_desc = true, .packed = packed },
 		.rx_queue_size = 256, .tx_queue_size = 256,
 	};
 }
@@ -1037,15 +1037,15 @@ static void test_cmdline(void)
 
 	/* QEMU's defaults. */
 	c = parse("");
-	CHECK(c && !c->netdev && !c->mac_set && !c->host_mtu && !c->packed &&
-	      c->event_idx && c->indirect_desc && c->rx_queue_size == 256 &&
+	CHECK(c && !c->netdev && !c->mac_set && !c->host_mtu && !c->ring.packed &&
+	      c->ring.event_idx && c->ring.indirect_desc && c->rx_queue_size == 256 &&
 	      c->tx_queue_size == 256);
 	cfg_free(c);
 	c = parse("mac=52:54:00:Ab:cD:01,host_mtu=9000,rx_queue_size=1024,tx_queue_size=512,"
 		  "packed=on,event_idx=off,indirect_desc=off");
 	CHECK(c && c->mac_set && !memcmp(c->mac, "\x52\x54\x00\xab\xcd\x01", 6) &&
 	      c->host_mtu == 9000 && c->rx_queue_size == 1024 && c->tx_queue_size == 512 &&
-	      c->packed && !c->event_idx && !c->indirect_desc);
+	      c->ring.packed && !c->ring.event_idx && !c->ring.indirect_desc);
 	cfg_free(c);
 	c = parse("host_mtu=68");
 	CHECK(c && c->host_mtu == 68);

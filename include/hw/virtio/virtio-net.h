@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "hw/device.h"
+#include "hw/virtio/virtio-props.h"
 
 struct machine;
 struct netdev;
@@ -31,7 +32,7 @@ struct vnet_cfg {
 	uint8_t mac[6];			/* mac_str parsed (check), when mac_set */
 	bool mac_set;
 	unsigned host_mtu;		/* 0: not given, no VIRTIO_NET_F_MTU */
-	bool packed, event_idx, indirect_desc;
+	struct virtio_ring_opts ring;
 	unsigned rx_queue_size, tx_queue_size;
 };
 
