@@ -14,6 +14,8 @@ struct netdev *netdev_new(const struct netdev_cfg *cfg)
 	assert(cfg->type);
 	if (!strcmp(cfg->type, "user"))
 		return netdev_user_new((const struct netdev_user_cfg *)cfg);
+	if (!strcmp(cfg->type, "stream"))
+		return netdev_stream_new((const struct netdev_stream_cfg *)cfg);
 	/* The object table lists no other -netdev type. */
 	assert(!"a -netdev type without a back end");
 	return NULL;

@@ -27,7 +27,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +42,7 @@
 #endif
 
 #include "net/net.h"
+#include "net/queue.h"
 #include "util/compiler.h"
 #include "util/log.h"
 
@@ -560,87 +560,6 @@ int netdev_user_check(void *cfg)
 	return fill_defaults(c, &a);
 }
 
-/* ---- frame queues ---- */
-
-/*
- * Frames waiting either way, at most: a guest that stops reading (or a
- * flood through slirp) costs 4 MiB, and TCP backs off from the drops.
- */
-#define QUEUE_FRAMES 1024
-#define QUEUE_BYTES (4u << 20)
-/* An Ethernet header and the largest IP datagram. */
-#define FRAME_MAX (14 + 65535)
-
-static size_t min_size(size_t a, size_t b)
-{
-	return a < b ? a : b;
-}
-
-struct frame {
-	struct frame *next;
-	size_t len;
-	uint8_t data[];
-};
-
-struct frame_queue {
-	pthread_mutex_t lock;
-	struct frame *head, **tail;
-	unsigned n;
-	size_t bytes;
-};
-
-static void fq_init(struct frame_queue *q)
-{
-	pthread_mutex_init(&q->lock, NULL);
-	q->head = NULL;
-	q->tail = &q->head;
-}
-
-/* Queues f; false (f not taken) when over the bound.  *was_empty: it was. */
-static bool fq_push(struct frame_queue *q, struct frame *f, bool *was_empty)
-{
-	bool ok;
-
-	pthread_mutex_lock(&q->lock);
-	ok = q->n < QUEUE_FRAMES && q->bytes + f->len <= QUEUE_BYTES;
-	*was_empty = !q->head;
-	if (ok) {
-		f->next = NULL;
-		*q->tail = f;
-		q->tail = &f->next;
-		q->n++;
-		q->bytes += f->len;
-	}
-	pthread_mutex_unlock(&q->lock);
-	return ok;
-}
-
-static struct frame *fq_pop(struct frame_queue *q)
-{
-	struct frame *f;
-
-	pthread_mutex_lock(&q->lock);
-	f = q->head;
-	if (f) {
-		q->head = f->next;
-		if (!q->head)
-			q->tail = &q->head;
-		q->n--;
-		q->bytes -= f->len;
-	}
-	pthread_mutex_unlock(&q->lock);
-	return f;
-}
-
-static void fq_destroy(struct frame_queue *q)
-{
-	struct frame *f;
-
-	while ((f = fq_pop(q)))
-		free(f);
-	pthread_mutex_destroy(&q->lock);
-}
-
 /* ---- the back end ---- */
 
 struct user_timer {
@@ -676,76 +595,22 @@ static int64_t clock_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void kick(int fd)
-{
-	uint64_t one = 1;
-
-	/* EAGAIN: the counter is full, so the reader wakes anyway. */
-	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		abort();
-}
-
-static struct frame *frame_new(size_t len)
-{
-	struct frame *f = malloc(sizeof(*f) + len);
-
-	if (f)
-		f->len = len;
-	return f;
-}
-
 /* The NIC's thread: a frame from the guest, for the slirp thread. */
 static bool user_send(struct netdev *nd, const struct iovec *iov, unsigned n, size_t len)
 {
 	struct user *u = container_of(nd, struct user, nd);
-	struct frame *f;
-	size_t off = 0;
-	bool was_empty;
 
-	if (len < 14 || len > FRAME_MAX || !(f = frame_new(len)))
-		return false;
-	for (unsigned i = 0; i < n && off < len; i++) {
-		size_t k = min_size(iov[i].iov_len, len - off);
-
-		memcpy(f->data + off, iov[i].iov_base, k);
-		off += k;
-	}
-	if (off < len || !fq_push(&u->tx, f, &was_empty)) {
-		free(f);
-		return false;
-	}
-	/* The thread empties tx after each wake: one wake per batch is enough. */
-	if (was_empty)
-		kick(u->wake_fd);
-	return true;
+	return fq_send(&u->tx, u->wake_fd, iov, n, len);
 }
 
 static size_t user_peek(struct netdev *nd)
 {
-	struct user *u = container_of(nd, struct user, nd);
-	size_t len;
-
-	pthread_mutex_lock(&u->rx.lock);
-	len = u->rx.head ? u->rx.head->len : 0;
-	pthread_mutex_unlock(&u->rx.lock);
-	return len;
+	return fq_peek(&container_of(nd, struct user, nd)->rx);
 }
 
 static void user_take(struct netdev *nd, const struct iovec *iov, unsigned n)
 {
-	struct user *u = container_of(nd, struct user, nd);
-	struct frame *f = fq_pop(&u->rx);
-	size_t off = 0;
-
-	if (!f)
-		return;
-	for (unsigned i = 0; iov && i < n && off < f->len; i++) {
-		size_t k = min_size(iov[i].iov_len, f->len - off);
-
-		memcpy(iov[i].iov_base, f->data + off, k);
-		off += k;
-	}
-	free(f);
+	fq_take(&container_of(nd, struct user, nd)->rx, iov, n);
 }
 
 static void user_free(struct netdev *nd);
@@ -762,17 +627,9 @@ static const struct netdev_ops user_ops = {
 static ssize_t cb_send_packet(const void *buf, size_t len, void *opaque)
 {
 	struct user *u = opaque;
-	struct frame *f = frame_new(len);
-	bool was_empty;
 
-	if (f)
-		memcpy(f->data, buf, len);
-	if (!f || !fq_push(&u->rx, f, &was_empty)) {
-		free(f);
-		__atomic_fetch_add(&u->nd.rx_dropped, 1, __ATOMIC_RELAXED);
-		return (ssize_t)len;	/* slirp's TCP resends: a drop is no error */
-	}
-	kick(u->nd.rx_fd);
+	/* A drop (counted) is no error to slirp: its TCP resends. */
+	fq_deliver(&u->rx, &u->nd, buf, len);
 	return (ssize_t)len;
 }
 
@@ -940,11 +797,9 @@ static void run_timers(struct user *u)
 static void feed(struct user *u)
 {
 	struct frame *f;
-	uint64_t n;
 
-	if (u->pfd[0].revents & POLLIN && read(u->wake_fd, &n, sizeof(n)) < 0 &&
-	    errno != EAGAIN)
-		abort();
+	if (u->pfd[0].revents & POLLIN)
+		eventfd_clear(u->wake_fd);
 	u->fed = false;
 	while ((f = fq_pop(&u->tx))) {
 		slirp_input(u->slirp, f->data, (int)f->len);
@@ -1069,23 +924,16 @@ static int add_fwds(struct user *u, const struct netdev_user_cfg *c,
 	return 0;
 }
 
-/* The thread takes no signal: they are main's (and SIGPIPE is nobody's). */
 static int user_start(struct user *u)
 {
-	sigset_t all, old;
-	int err;
+	int err = net_thread_start(&u->thread, user_thread, u, "slirp");
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&u->thread, NULL, user_thread, u);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
 		error_report("-netdev user,id=%s: cannot start its thread: %s", u->id,
 			     strerror(err));
 		return -1;
 	}
 	u->started = true;
-	pthread_setname_np(u->thread, "slirp");
 	return 0;
 }
 
@@ -1111,7 +959,7 @@ static void user_free(struct netdev *nd)
 
 	if (u->started) {
 		__atomic_store_n(&u->stop, true, __ATOMIC_RELEASE);
-		kick(u->wake_fd);
+		eventfd_kick(u->wake_fd);
 		pthread_join(u->thread, NULL);
 	}
 	/* Back on one thread: slirp's cleanup may call timer_free. */

@@ -12,14 +12,16 @@
 # qemu-system-common brings qemu-storage-daemon (a vhost-user back-end for
 # the KVM suite and the benchmark; QEMU pulls it in too, but the tests
 # name it); qemu-utils brings qemu-img, which makes the images of other
-# formats that brisk must refuse to serve raw.
+# formats that brisk must refuse to serve raw.  passt is -netdev stream's
+# peer in tests/net/passt.sh, which makes its network namespace with
+# iproute2's ip.
 set -eu
 
 native=$(dpkg --print-architecture)
 pkgs="build-essential gcc meson ninja-build pkg-config liburing-dev libfdt-dev
 linux-libc-dev busybox-static cpio kmod fio gnuplot-nox clang libclang-rt-14-dev
 llvm valgrind device-tree-compiler e2fsprogs util-linux bsdutils python3
-qemu-system-common qemu-utils dmsetup libslirp-dev libglib2.0-dev"
+qemu-system-common qemu-utils dmsetup libslirp-dev libglib2.0-dev passt iproute2"
 cross=
 case $native in
 amd64)

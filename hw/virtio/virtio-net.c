@@ -682,7 +682,7 @@ static int vnet_resolve(void *cfg, const struct object_set *objects, const char 
 		return 0;
 	snprintf(who, sizeof(who), "%s: netdev=%s", what, c->netdev);
 	c->backend = (const struct netdev_cfg *)object_find(objects, c->netdev,
-		(const char *const[]){ "user", NULL }, who);
+		(const char *const[]){ "user", "stream", NULL }, who);
 	return c->backend ? 0 : -1;
 }
 

@@ -9,8 +9,9 @@
  *
  * A back end runs where it must (libslirp on a thread of its own, since
  * a Slirp instance has no locking and calls back into its owner from
- * inside slirp_input()); frames cross between it and the NIC through
- * queues it owns, so neither side ever runs inside the other's locks.
+ * inside slirp_input(); a stream socket on one too, since its peer may be
+ * slow or gone); frames cross between it and the NIC through queues it
+ * owns (net/queue.c), so neither side ever runs inside the other's locks.
  *
  * Threads: the NIC calls send/peek/take from one thread of its own (its
  * event loop); the back end may fill its receive queue from any thread
@@ -59,12 +60,16 @@ struct netdev {
 	 * adds from its own thread (__atomic, relaxed): read with
 	 * __atomic_load_n. */
 	uint64_t rx_dropped;
+	/* Frames send() took that the back end dropped later, its peer gone
+	 * before they were written (-netdev stream); added and read as
+	 * rx_dropped is.  The frames send() refused the NIC counts itself. */
+	uint64_t tx_dropped;
 };
 
 /* A -netdev's config: every type's starts with its id, as -object's. */
 struct netdev_cfg {
 	char *id;
-	const char *type;	/* "user": which back end (set by the -netdev set) */
+	const char *type;	/* "user", "stream": which back end (set by the -netdev set) */
 };
 
 /*
@@ -103,6 +108,37 @@ int netdev_user_check(void *cfg);
 
 /* The back end cfg describes (a -netdev user config); NULL after one line. */
 struct netdev *netdev_user_new(const struct netdev_user_cfg *cfg);
+
+/*
+ * -netdev stream: QEMU 7.2's, the way passt serves a VM (net/stream.c).
+ * Frames go over a stream socket, each after its length (4 bytes,
+ * big-endian); one peer at a time.
+ */
+enum netdev_stream_addr { NETDEV_STREAM_UNIX, NETDEV_STREAM_INET, NETDEV_STREAM_FD };
+struct netdev_stream_cfg {
+	struct netdev_cfg head;
+	bool server;		/* on: listen at the address; off: connect to it */
+	int addr_type;		/* addr.type=, an enum netdev_stream_addr */
+	char *path;		/* addr.path=: the unix socket */
+	bool abstract;		/* addr.abstract=on: path in Linux's abstract namespace */
+	bool tight;		/* addr.tight=: an abstract address without padding */
+	char *fd;		/* addr.str=: an inherited socket's number (addr.type=fd) */
+	char *host, *port;	/* addr.type=inet's, which the check refuses */
+	unsigned reconnect;	/* server=off: seconds between tries once lost; 0: none */
+};
+extern const struct opt_spec netdev_stream_spec;
+extern const struct netdev_stream_cfg netdev_stream_defaults;
+/*
+ * Checks what parsing cannot before /dev/kvm (the address's type, the
+ * path's length, an inherited socket's kind); -1 after one line.  Nothing
+ * is opened or connected here.
+ */
+int netdev_stream_check(void *cfg);
+/*
+ * The back end cfg describes: listening (server=on) or connected
+ * (server=off) when it returns; NULL after one line.
+ */
+struct netdev *netdev_stream_new(const struct netdev_stream_cfg *cfg);
 
 /*
  * The back end a -netdev's config describes, of the type it names

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef BRISK_NET_QUEUE_H
+#define BRISK_NET_QUEUE_H
+
+/*
+ * What every back end with a thread of its own shares (net/slirp.c,
+ * net/stream.c): the two bounded frame queues between that thread and the
+ * NIC's, the eventfd kicks that say a queue has frames, and the way the
+ * thread starts.  Each queue has its own lock and is held only to link or
+ * unlink a frame, so neither thread ever waits on the other's work.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct netdev;
+
+/*
+ * Frames waiting either way, at most: a guest that stops reading (or a
+ * flood from the back end) costs 4 MiB, and TCP backs off from the drops.
+ */
+#define QUEUE_FRAMES 1024
+#define QUEUE_BYTES (4u << 20)
+/* An Ethernet header and the largest IP datagram. */
+#define FRAME_MAX (14 + 65535)
+
+struct frame {
+	struct frame *next;
+	size_t len;
+	uint8_t data[];
+};
+
+struct frame_queue {
+	pthread_mutex_t lock;
+	struct frame *head, **tail;
+	unsigned n;
+	size_t bytes;
+};
+
+/* A frame of len bytes, its data not filled in; NULL when out of memory. */
+struct frame *frame_new(size_t len);
+
+void fq_init(struct frame_queue *q);
+/* Queues f; false (f not taken) when over the bound.  *was_empty: it was. */
+bool fq_push(struct frame_queue *q, struct frame *f, bool *was_empty);
+/* The oldest frame, unlinked (the caller frees it); NULL when none. */
+struct frame *fq_pop(struct frame_queue *q);
+/* Frees every frame queued; how many there were. */
+unsigned fq_clear(struct frame_queue *q);
+void fq_destroy(struct frame_queue *q);
+
+/*
+ * The NIC's side, as struct netdev_ops has it.  fq_send copies len bytes
+ * of iov into q and kicks wake_fd when q was empty (the back end's thread
+ * empties q after each wake, so one kick per batch is enough); false when
+ * len is no Ethernet frame's, memory ran out or q is full.
+ */
+bool fq_send(struct frame_queue *q, int wake_fd, const struct iovec *iov, unsigned n,
+	     size_t len);
+/* The length of q's oldest frame; 0 when none. */
+size_t fq_peek(struct frame_queue *q);
+/* Copies q's oldest frame into iov (NULL: only forgets it), then frees it. */
+void fq_take(struct frame_queue *q, const struct iovec *iov, unsigned n);
+
+/*
+ * The back end's side: a copy of len bytes at buf queued on rx for the
+ * guest, and nd->rx_fd kicked; a frame rx has no room for is dropped and
+ * counted in nd->rx_dropped (false).
+ */
+bool fq_deliver(struct frame_queue *rx, struct netdev *nd, const void *buf, size_t len);
+
+/* Makes an eventfd readable; a full counter already is. */
+void eventfd_kick(int fd);
+/* Reads an eventfd's count away, so poll() waits for the next kick. */
+void eventfd_clear(int fd);
+
+/*
+ * Starts fn(arg) on a thread named name (15 bytes at most), with every
+ * signal blocked there: signals are main's, and SIGPIPE is nobody's.
+ * 0, or the error pthread_create gave.
+ */
+int net_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name);
+
+#endif

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The frame queues between a back end's thread and the NIC's
+ * (include/net/queue.h says why they are bounded and locked as they are).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/net.h"
+#include "net/queue.h"
+
+static size_t min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+struct frame *frame_new(size_t len)
+{
+	struct frame *f = malloc(sizeof(*f) + len);
+
+	if (f)
+		f->len = len;
+	return f;
+}
+
+void fq_init(struct frame_queue *q)
+{
+	pthread_mutex_init(&q->lock, NULL);
+	q->head = NULL;
+	q->tail = &q->head;
+	q->n = 0;
+	q->bytes = 0;
+}
+
+bool fq_push(struct frame_queue *q, struct frame *f, bool *was_empty)
+{
+	bool ok;
+
+	pthread_mutex_lock(&q->lock);
+	ok = q->n < QUEUE_FRAMES && q->bytes + f->len <= QUEUE_BYTES;
+	*was_empty = !q->head;
+	if (ok) {
+		f->next = NULL;
+		*q->tail = f;
+		q->tail = &f->next;
+		q->n++;
+		q->bytes += f->len;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return ok;
+}
+
+struct frame *fq_pop(struct frame_queue *q)
+{
+	struct frame *f;
+
+	pthread_mutex_lock(&q->lock);
+	f = q->head;
+	if (f) {
+		q->head = f->next;
+		if (!q->head)
+			q->tail = &q->head;
+		q->n--;
+		q->bytes -= f->len;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return f;
+}
+
+unsigned fq_clear(struct frame_queue *q)
+{
+	struct frame *f;
+	unsigned n = 0;
+
+	while ((f = fq_pop(q))) {
+		free(f);
+		n++;
+	}
+	return n;
+}
+
+void fq_destroy(struct frame_queue *q)
+{
+	fq_clear(q);
+	pthread_mutex_destroy(&q->lock);
+}
+
+bool fq_send(struct frame_queue *q, int wake_fd, const struct iovec *iov, unsigned n,
+	     size_t len)
+{
+	struct frame *f;
+	size_t off = 0;
+	bool was_empty;
+
+	if (len < 14 || len > FRAME_MAX || !(f = frame_new(len)))
+		return false;
+	for (unsigned i = 0; i < n && off < len; i++) {
+		size_t k = min_size(iov[i].iov_len, len - off);
+
+		memcpy(f->data + off, iov[i].iov_base, k);
+		off += k;
+	}
+	if (off < len || !fq_push(q, f, &was_empty)) {
+		free(f);
+		return false;
+	}
+	if (was_empty)
+		eventfd_kick(wake_fd);
+	return true;
+}
+
+size_t fq_peek(struct frame_queue *q)
+{
+	size_t len;
+
+	pthread_mutex_lock(&q->lock);
+	len = q->head ? q->head->len : 0;
+	pthread_mutex_unlock(&q->lock);
+	return len;
+}
+
+void fq_take(struct frame_queue *q, const struct iovec *iov, unsigned n)
+{
+	struct frame *f = fq_pop(q);
+	size_t off = 0;
+
+	if (!f)
+		return;
+	for (unsigned i = 0; iov && i < n && off < f->len; i++) {
+		size_t k = min_size(iov[i].iov_len, f->len - off);
+
+		memcpy(iov[i].iov_base, f->data + off, k);
+		off += k;
+	}
+	free(f);
+}
+
+bool fq_deliver(struct frame_queue *rx, struct netdev *nd, const void *buf, size_t len)
+{
+	struct frame *f = frame_new(len);
+	bool was_empty;
+
+	if (f)
+		memcpy(f->data, buf, len);
+	if (!f || !fq_push(rx, f, &was_empty)) {
+		free(f);
+		__atomic_fetch_add(&nd->rx_dropped, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	/* Every frame, as struct netdev promises the NIC. */
+	eventfd_kick(nd->rx_fd);
+	return true;
+}
+
+void eventfd_kick(int fd)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN: the counter is full, so the reader wakes anyway. */
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		abort();
+}
+
+void eventfd_clear(int fd)
+{
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		abort();
+}
+
+int net_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err)
+		pthread_setname_np(*t, name);
+	return err;
+}

@@ -1,0 +1,654 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * -netdev stream: QEMU 7.2's, the way passt serves a VM.  Frames go over
+ * a stream socket, each after its length in 4 bytes, big-endian; the
+ * socket is a unix one brisk listens at (server=on) or connects to
+ * (server=off), or one it inherited (addr.type=fd).  One peer at a time.
+ *
+ * As the user back end, it has a thread of its own and two bounded queues
+ * (net/queue.c): the NIC's thread only queues a frame and wakes it, and
+ * never waits on the socket, which may be slow or gone.  The thread reads
+ * whatever the peer sends into one buffer and cuts whole frames out of
+ * it, so a frame that arrives in pieces waits there, and only a length
+ * that is a frame's (at most FRAME_MAX) is ever allocated; it writes the
+ * queued frames one at a time, carrying on a partial write where it
+ * stopped.  A peer that sends a length no frame has (0, or over
+ * FRAME_MAX) has broken the stream: there is no finding the next frame,
+ * so the connection is closed.  A server then waits for its next peer; a
+ * client connects again every reconnect= seconds, or without reconnect=
+ * leaves the link down for good (send() refuses, and the NIC counts).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/net.h"
+#include "net/queue.h"
+#include "util/compiler.h"
+#include "util/log.h"
+
+/* ---- the options ---- */
+
+static const char *const addr_types[] = { "unix", "inet", "fd", NULL };
+
+#define F(f, t) OPT_AT(struct netdev_stream_cfg, f, t)
+static const struct opt_prop stream_props[] = {
+	{ "id", OPT_ID, F(head.id, char *), OPT_REQUIRED,
+	  .help = "the name -device virtio-net-pci,netdev= uses" },
+	{ "server", OPT_BOOL, F(server, bool), .def = "off",
+	  .help = "on: listen at the address for one peer at a time; off: connect to it" },
+	{ "addr.type", OPT_ENUM, F(addr_type, int), OPT_REQUIRED, .names = addr_types,
+	  .help = "unix (addr.path=), fd (addr.str=); inet is refused" },
+	{ "addr.path", OPT_STR, F(path, char *),
+	  .help = "the unix socket's path (107 bytes at most)" },
+	{ "addr.abstract", OPT_BOOL, F(abstract, bool), .def = "off",
+	  .help = "on: addr.path names a socket in Linux's abstract namespace" },
+	{ "addr.tight", OPT_BOOL, F(tight, bool), .def = "on",
+	  .help = "an abstract address as long as its name, not sun_path's 108 bytes" },
+	{ "addr.str", OPT_STR, F(fd, char *),
+	  .help = "an inherited socket's number: connected (server=off) or listening" },
+	{ "addr.host", OPT_STR, F(host, char *), .help = "addr.type=inet's (refused)" },
+	{ "addr.port", OPT_STR, F(port, char *), .help = "addr.type=inet's (refused)" },
+	{ "reconnect", OPT_UINT, F(reconnect, unsigned), .max = 3600, .def = "0",
+	  .help = "server=off: seconds between connects once the peer is lost (0: none)" },
+	{ NULL },
+};
+#undef F
+
+const struct opt_spec netdev_stream_spec = { "-netdev stream", NULL, stream_props };
+const struct netdev_stream_cfg netdev_stream_defaults = { .tight = true };
+
+BRISK_PRINTF(2, 3)
+static int bad(const struct netdev_stream_cfg *c, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	error_report("-netdev stream,id=%s: %s", c->head.id, msg);
+	return -1;
+}
+
+/* What every type of address shares. */
+static int check_common(const struct netdev_stream_cfg *c)
+{
+	if (c->addr_type == NETDEV_STREAM_INET)
+		return bad(c, "addr.type=inet: frames over TCP are not supported "
+			   "(addr.type=unix, as passt serves them, or addr.type=fd)");
+	if (c->host || c->port)
+		return bad(c, "addr.host= and addr.port= are addr.type=inet's");
+	if (c->reconnect && c->server)
+		return bad(c, "reconnect= is server=off's: a server waits for its next peer");
+	return 0;
+}
+
+static int check_unix(const struct netdev_stream_cfg *c)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+
+	if (c->fd)
+		return bad(c, "addr.str= is addr.type=fd's (addr.type=unix takes addr.path=)");
+	if (!c->path)
+		return bad(c, "addr.type=unix needs addr.path=");
+	/* A path ends with its NUL; an abstract name starts with one. */
+	if (strlen(c->path) >= sizeof(sun.sun_path))
+		return bad(c, "addr.path=%s: longer than %zu bytes (a unix socket's "
+			   "sun_path)", c->path, sizeof(sun.sun_path) - 1);
+	/* bind() replaces a stale socket only; anything else stays. */
+	if (c->server && !c->abstract && !lstat(c->path, &st) && !S_ISSOCK(st.st_mode))
+		return bad(c, "addr.path=%s: exists and is not a socket", c->path);
+	return 0;
+}
+
+/* addr.str=N: brisk has no monitor, so N is a number, never an fd's name. */
+static int fd_number(const char *s)
+{
+	char *end;
+	long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	return errno || *end || v > INT_MAX ? -1 : (int)v;
+}
+
+static int check_fd(const struct netdev_stream_cfg *c)
+{
+	int fd, type = 0, listening = 0;
+	socklen_t len = sizeof(int);
+
+	if (c->path || c->abstract)
+		return bad(c, "addr.path= and addr.abstract= are addr.type=unix's");
+	if (!c->fd)
+		return bad(c, "addr.type=fd needs addr.str= (an inherited socket's number)");
+	if (c->reconnect)
+		return bad(c, "reconnect= needs addr.type=unix: an inherited socket "
+			   "cannot be connected again");
+	if ((fd = fd_number(c->fd)) < 0)
+		return bad(c, "addr.str=%s: not a file descriptor's number", c->fd);
+	if (fcntl(fd, F_GETFD) < 0)
+		return bad(c, "addr.str=%s: %s", c->fd, strerror(errno));
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM)
+		return bad(c, "addr.str=%s: not a stream socket", c->fd);
+	len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0)
+		return bad(c, "addr.str=%s: %s", c->fd, strerror(errno));
+	if (c->server != !!listening)
+		return bad(c, "addr.str=%s: %s", c->fd, listening ?
+			   "a listening socket, for server=on" :
+			   "not listening: server=on takes a listening socket");
+	return 0;
+}
+
+static int check(const struct netdev_stream_cfg *c)
+{
+	if (check_common(c) < 0)
+		return -1;
+	return c->addr_type == NETDEV_STREAM_FD ? check_fd(c) : check_unix(c);
+}
+
+int netdev_stream_check(void *cfg)
+{
+	return check(cfg);
+}
+
+/* ---- the back end ---- */
+
+/* The peer's bytes: room for a whole frame after the last one's tail. */
+#define IN_BUF (128u << 10)
+_Static_assert(IN_BUF > 4 + FRAME_MAX, "a frame's tail leaves room to read");
+
+struct stream {
+	struct netdev nd;
+	char *id;
+	pthread_t thread;
+	bool started;
+	bool stop;		/* free() to the thread */
+	bool up;		/* a peer is connected: send() takes frames */
+	int wake_fd;		/* send() and free() to the thread */
+	int listen_fd;		/* server=on: the peers' way in; -1 otherwise */
+	int sock;		/* the peer's connection; -1: none */
+	bool client;		/* server=off: a lost peer leaves the link down */
+	/* addr.type=unix: where to connect again, or the file bound */
+	struct sockaddr_un sun;
+	socklen_t sun_len;
+	unsigned reconnect_ms;	/* 0: never */
+	int64_t next_try_ms;
+	/* server=on: the socket file bound, removed at free() if still ours */
+	bool bound;
+	dev_t dev;
+	ino_t ino;
+	struct frame_queue rx, tx;
+	uint8_t *in;		/* the peer's bytes short of a whole frame */
+	size_t in_len;
+	struct frame *out;	/* the frame being written, after its length */
+	uint8_t out_hdr[4];
+	size_t out_off;		/* of 4 + out->len bytes */
+	bool said_length;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* The NIC's thread: no peer, no queueing, so the NIC counts the drop. */
+static bool stream_send(struct netdev *nd, const struct iovec *iov, unsigned n, size_t len)
+{
+	struct stream *s = container_of(nd, struct stream, nd);
+
+	if (!__atomic_load_n(&s->up, __ATOMIC_ACQUIRE))
+		return false;
+	return fq_send(&s->tx, s->wake_fd, iov, n, len);
+}
+
+static size_t stream_peek(struct netdev *nd)
+{
+	return fq_peek(&container_of(nd, struct stream, nd)->rx);
+}
+
+static void stream_take(struct netdev *nd, const struct iovec *iov, unsigned n)
+{
+	fq_take(&container_of(nd, struct stream, nd)->rx, iov, n);
+}
+
+static void stream_free(struct netdev *nd);
+
+static const struct netdev_ops stream_ops = {
+	.send = stream_send,
+	.peek = stream_peek,
+	.take = stream_take,
+	.free = stream_free,
+};
+
+/* ---- the connection: all on the stream thread (or before it starts) ---- */
+
+static void peer_set(struct stream *s, int fd)
+{
+	s->sock = fd;
+	s->in_len = 0;
+	__atomic_store_n(&s->up, true, __ATOMIC_RELEASE);
+}
+
+/*
+ * Closes the connection.  The frames the guest sent that are still
+ * queued had nowhere to go: dropped, and counted.  A server goes back to
+ * its listening socket; a client says so, once per loss, since its link
+ * may now stay down.
+ */
+static void peer_lost(struct stream *s, const char *why)
+{
+	uint64_t dropped;
+
+	__atomic_store_n(&s->up, false, __ATOMIC_RELEASE);
+	dropped = fq_clear(&s->tx) + (s->out ? 1 : 0);
+	__atomic_fetch_add(&s->nd.tx_dropped, dropped, __ATOMIC_RELAXED);
+	free(s->out);
+	s->out = NULL;
+	s->in_len = 0;
+	/* Said before the peer can see the close, so what follows it is known. */
+	if (s->client && s->reconnect_ms)
+		error_report("-netdev stream,id=%s: %s; connecting again every %u s "
+			     "(reconnect=)", s->id, why, s->reconnect_ms / 1000);
+	else if (s->client)
+		error_report("-netdev stream,id=%s: %s; the link stays down (no "
+			     "reconnect=)", s->id, why);
+	s->next_try_ms = now_ms() + s->reconnect_ms;
+	close(s->sock);
+	s->sock = -1;
+}
+
+/* Ends a broken stream; a server says so once, as any peer can break it. */
+static void peer_broke(struct stream *s, uint32_t len)
+{
+	char why[96];
+
+	snprintf(why, sizeof(why), "the peer sent a frame length of %u (1 to %u)", len,
+		 FRAME_MAX);
+	if (!s->client)
+		error_report_once(&s->said_length, "-netdev stream,id=%s: %s: connection "
+				  "closed (said once)", s->id, why);
+	peer_lost(s, why);
+}
+
+/*
+ * Whole frames out of the peer's bytes, for the guest; the tail of one
+ * not yet whole moves to the front.  A frame too short to be Ethernet's
+ * is no frame the NIC can give the guest: dropped and counted, the
+ * stream still whole.  Returns false, the peer's length in *bad, when a
+ * length breaks the stream.
+ */
+static bool cut_frames(struct stream *s, uint32_t *bad)
+{
+	size_t pos = 0;
+
+	while (s->in_len - pos >= 4) {
+		uint32_t len = get_be32(s->in + pos);
+
+		if (!len || len > FRAME_MAX) {
+			*bad = len;
+			return false;
+		}
+		if (s->in_len - pos - 4 < len)
+			break;
+		if (len < 14)
+			__atomic_fetch_add(&s->nd.rx_dropped, 1, __ATOMIC_RELAXED);
+		else
+			fq_deliver(&s->rx, &s->nd, s->in + pos + 4, len);
+		pos += 4 + len;
+	}
+	memmove(s->in, s->in + pos, s->in_len - pos);
+	s->in_len -= pos;
+	return true;
+}
+
+static void receive(struct stream *s)
+{
+	ssize_t n = read(s->sock, s->in + s->in_len, IN_BUF - s->in_len);
+	char why[96];
+	uint32_t len;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		snprintf(why, sizeof(why), "%s%s", n ? "reading: " : "the peer closed the "
+			 "connection", n ? strerror(errno) : "");
+		peer_lost(s, why);
+		return;
+	}
+	s->in_len += (size_t)n;
+	if (!cut_frames(s, &len))
+		peer_broke(s, len);
+}
+
+/* The next queued frame into out, its length before it; false: none. */
+static bool next_out(struct stream *s)
+{
+	s->out = fq_pop(&s->tx);
+	if (!s->out)
+		return false;
+	put_be32(s->out_hdr, (uint32_t)s->out->len);
+	s->out_off = 0;
+	return true;
+}
+
+/* Writes what the socket takes: the frame begun first, whole. */
+static void flush(struct stream *s)
+{
+	while (s->out || next_out(s)) {
+		size_t off = s->out_off, h = off < 4 ? 4 - off : 0, d = off < 4 ? 0 : off - 4;
+		struct iovec iov[2] = { { s->out_hdr + 4 - h, h },
+					{ s->out->data + d, s->out->len - d } };
+		struct msghdr m = { .msg_iov = h ? iov : iov + 1, .msg_iovlen = h ? 2 : 1 };
+		ssize_t n = sendmsg(s->sock, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		char why[96];
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0) {
+			snprintf(why, sizeof(why), "writing: %s", strerror(errno));
+			peer_lost(s, why);
+			return;
+		}
+		s->out_off += (size_t)n;
+		if (s->out_off == 4 + s->out->len) {
+			free(s->out);
+			s->out = NULL;
+		}
+	}
+}
+
+/* A unix socket for the peer's connection, connected or not (errno). */
+static int connect_unix(const struct stream *s)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int err;
+
+	/* Non-blocking: a peer whose backlog is full answers EAGAIN at once. */
+	if (fd >= 0 && connect(fd, (const struct sockaddr *)&s->sun, s->sun_len) < 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/* The one try a client makes each reconnect= seconds. */
+static void reconnect(struct stream *s)
+{
+	int fd = connect_unix(s);
+
+	if (fd < 0) {
+		s->next_try_ms = now_ms() + s->reconnect_ms;
+		return;
+	}
+	peer_set(s, fd);
+}
+
+static void accept_peer(struct stream *s)
+{
+	int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	/* A peer gone before we took it, or no memory now: the next one. */
+	if (fd >= 0)
+		peer_set(s, fd);
+}
+
+/* How long poll() may wait: until a client's next try, if it has one. */
+static int poll_timeout(const struct stream *s)
+{
+	int64_t left;
+
+	if (s->sock >= 0 || !s->client || !s->reconnect_ms)
+		return -1;
+	left = s->next_try_ms - now_ms();
+	return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/* The connection if there is one, else the way to the next one. */
+static struct pollfd peer_pollfd(const struct stream *s)
+{
+	if (s->sock >= 0)
+		return (struct pollfd){ s->sock, (short)(POLLIN | (s->out ? POLLOUT : 0)), 0 };
+	return (struct pollfd){ s->listen_fd, POLLIN, 0 };
+}
+
+static void stream_round(struct stream *s)
+{
+	struct pollfd pfd[2] = { { s->wake_fd, POLLIN, 0 }, peer_pollfd(s) };
+	int timeout = poll_timeout(s);
+
+	if (poll(pfd, 2, timeout) < 0)
+		return;
+	if (pfd[0].revents & POLLIN)
+		eventfd_clear(s->wake_fd);
+	if (s->sock >= 0 && pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
+		receive(s);
+	else if (s->sock < 0 && s->listen_fd >= 0 && pfd[1].revents & POLLIN)
+		accept_peer(s);
+	else if (s->sock < 0 && timeout >= 0 && now_ms() >= s->next_try_ms)
+		reconnect(s);
+	if (s->sock >= 0)
+		flush(s);
+}
+
+static void *stream_thread(void *arg)
+{
+	struct stream *s = arg;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+		stream_round(s);
+	return NULL;
+}
+
+/* ---- making and freeing ---- */
+
+static struct stream *stream_alloc(const struct netdev_stream_cfg *c)
+{
+	struct stream *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		error_report("out of memory");
+		return NULL;
+	}
+	errno = 0;
+	s->nd.ops = &stream_ops;
+	s->sock = s->listen_fd = -1;
+	s->nd.rx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	fq_init(&s->rx);
+	fq_init(&s->tx);
+	s->in = malloc(IN_BUF);
+	s->id = strdup(c->head.id);
+	s->nd.id = s->id;
+	if (s->nd.rx_fd < 0 || s->wake_fd < 0 || !s->in || !s->id) {
+		bad(c, "%s", errno ? strerror(errno) : "out of memory");
+		stream_free(&s->nd);
+		return NULL;
+	}
+	return s;
+}
+
+/* addr.path= as a sockaddr; an abstract one tight unless addr.tight=off. */
+static void unix_addr(struct stream *s, const struct netdev_stream_cfg *c)
+{
+	size_t len = strlen(c->path);
+
+	s->sun.sun_family = AF_UNIX;
+	memcpy(s->sun.sun_path + c->abstract, c->path, len);
+	s->sun_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + c->abstract + len +
+				 !c->abstract);
+	if (c->abstract && !c->tight)
+		s->sun_len = sizeof(s->sun);
+}
+
+/*
+ * A socket file left by a server before: replaced, as QEMU does, unless a
+ * server still listens there (two would each get half the peers).
+ */
+static int unlink_stale(const struct stream *s, const struct netdev_stream_cfg *c)
+{
+	int fd;
+
+	if (c->abstract)
+		return 0;
+	if ((fd = connect_unix(s)) >= 0) {
+		close(fd);
+		return bad(c, "addr.path=%s: another server listens there", c->path);
+	}
+	if (unlink(c->path) < 0 && errno != ENOENT)
+		return bad(c, "addr.path=%s: %s", c->path, strerror(errno));
+	return 0;
+}
+
+static int listen_unix(struct stream *s, const struct netdev_stream_cfg *c)
+{
+	struct stat st;
+
+	if (unlink_stale(s, c) < 0)
+		return -1;
+	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&s->sun, s->sun_len) < 0 ||
+	    listen(s->listen_fd, 4) < 0)
+		return bad(c, "addr.path=%s: cannot listen there: %s", c->path, strerror(errno));
+	if (!c->abstract && !stat(c->path, &st)) {
+		s->bound = true;
+		s->dev = st.st_dev;
+		s->ino = st.st_ino;
+	}
+	return 0;
+}
+
+static int connect_first(struct stream *s, const struct netdev_stream_cfg *c)
+{
+	int fd = connect_unix(s);
+
+	if (fd >= 0) {
+		peer_set(s, fd);
+		return 0;
+	}
+	if (!c->reconnect)
+		return bad(c, "addr.path=%s: cannot connect: %s (reconnect= would keep "
+			   "trying)", c->path, strerror(errno));
+	bad(c, "addr.path=%s: cannot connect: %s; trying again every %u s (reconnect=)",
+	    c->path, strerror(errno), c->reconnect);
+	s->next_try_ms = now_ms() + s->reconnect_ms;
+	return 0;
+}
+
+/* addr.type=fd: the socket is brisk's from now on, and closed at free(). */
+static int adopt_fd(struct stream *s, const struct netdev_stream_cfg *c)
+{
+	int fd = fd_number(c->fd);
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return bad(c, "addr.str=%s: %s", c->fd, strerror(errno));
+	if (c->server)
+		s->listen_fd = fd;
+	else
+		peer_set(s, fd);
+	return 0;
+}
+
+static int stream_open(struct stream *s, const struct netdev_stream_cfg *c)
+{
+	s->client = !c->server;
+	if (c->addr_type == NETDEV_STREAM_FD)
+		return adopt_fd(s, c);
+	unix_addr(s, c);
+	if (c->server)
+		return listen_unix(s, c);
+	s->reconnect_ms = c->reconnect * 1000;
+	return connect_first(s, c);
+}
+
+struct netdev *netdev_stream_new(const struct netdev_stream_cfg *cfg)
+{
+	struct stream *s;
+	int err;
+
+	if (check(cfg) < 0 || !(s = stream_alloc(cfg)))
+		return NULL;
+	if (stream_open(s, cfg) < 0) {
+		stream_free(&s->nd);
+		return NULL;
+	}
+	err = net_thread_start(&s->thread, stream_thread, s, "stream");
+	if (err) {
+		bad(cfg, "cannot start its thread: %s", strerror(err));
+		stream_free(&s->nd);
+		return NULL;
+	}
+	s->started = true;
+	return &s->nd;
+}
+
+/* The socket file, if it is still the one bind() made. */
+static void unlink_ours(const struct stream *s)
+{
+	struct stat st;
+
+	if (s->bound && !lstat(s->sun.sun_path, &st) && st.st_dev == s->dev &&
+	    st.st_ino == s->ino)
+		unlink(s->sun.sun_path);
+}
+
+static void stream_free(struct netdev *nd)
+{
+	struct stream *s = container_of(nd, struct stream, nd);
+
+	if (s->started) {
+		__atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);
+		eventfd_kick(s->wake_fd);
+		pthread_join(s->thread, NULL);
+	}
+	unlink_ours(s);
+	if (s->sock >= 0)
+		close(s->sock);
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	fq_destroy(&s->rx);
+	fq_destroy(&s->tx);
+	if (s->nd.rx_fd >= 0)
+		close(s->nd.rx_fd);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	free(s->out);
+	free(s->in);
+	free(s->id);
+	free(s);
+}

@@ -1,0 +1,1298 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * -netdev stream (net/stream.c) driven as a NIC drives it, against a peer
+ * the test plays on a unix socket (or a socketpair), speaking QEMU's and
+ * passt's framing: a 4-byte big-endian length, then the frame.  Nothing
+ * waits on time: a case waits on a socket, rx_fd or a counter, bounded by
+ * WAIT_MS only to turn a hang into a failure.  reconnect=1 takes its
+ * second, which no check measures.
+ *
+ * With --passt PATH ADDR GATEWAY (tests/net/passt.sh, inside a network
+ * namespace of its own) the peer is passt itself, listening at PATH: a
+ * DHCP DISCOVER gets an OFFER of ADDR, an ARP request for GATEWAY a
+ * reply.  Frames are built here byte for byte from RFC 826, 791, 768 and
+ * 2131/2132.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/net.h"
+#include "util/opts.h"
+
+#include "capture.h"
+#include "check.h"
+
+#define WAIT_MS 20000
+/* An Ethernet header and the largest IP datagram: QEMU's and passt's bound. */
+#define FRAME_MAX (14 + 65535)
+/* net/queue.h's bounds, from the docs: 1024 frames or 4 MiB each way. */
+#define QUEUE_FRAMES 1024
+#define QUEUE_BYTES (4u << 20)
+
+static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+static const uint8_t peer_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x01 };
+static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+/* ---- bytes and time ---- */
+
+static void put16(uint8_t *p, unsigned v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, v & 0xffff);
+}
+
+static unsigned get16(const uint8_t *p)
+{
+	return (unsigned)p[0] << 8 | p[1];
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) << 16 | get16(p + 2);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t deadline(void)
+{
+	return now_ms() + WAIT_MS;
+}
+
+/*
+ * Frame seq of len bytes: to the guest from the peer (or back), of an
+ * experimental EtherType (IEEE 802 local), the rest a pattern of seq and
+ * offset, seq itself at 14 where it fits.
+ */
+static void pattern(uint8_t *f, size_t len, uint32_t seq)
+{
+	memcpy(f, guest_mac, 6);
+	memcpy(f + 6, peer_mac, 6);
+	put16(f + 12, 0x88b5);
+	for (size_t i = 14; i < len; i++)
+		f[i] = (uint8_t)(seq * 131 + i * 7 + (i >> 8));
+	if (len >= 18)
+		put32(f + 14, seq);
+}
+
+/* ---- the peer's side: a unix socket, non-blocking, every wait bounded ---- */
+
+static bool wait_fd(int fd, short events, int64_t until)
+{
+	struct pollfd pfd = { fd, events, 0 };
+	int64_t left = until - now_ms();
+
+	return left > 0 && poll(&pfd, 1, (int)left) == 1;
+}
+
+static socklen_t unix_addr(struct sockaddr_un *sun, const char *name, bool abstract)
+{
+	size_t len = strlen(name);
+
+	*sun = (struct sockaddr_un){ .sun_family = AF_UNIX };
+	memcpy(sun->sun_path + abstract, name, len);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + abstract + len + !abstract);
+}
+
+static int peer_socket(void)
+{
+	return socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+static int peer_listen(const char *name, bool abstract)
+{
+	struct sockaddr_un sun;
+	socklen_t len = unix_addr(&sun, name, abstract);
+	int fd = peer_socket();
+
+	if (fd >= 0 && (bind(fd, (struct sockaddr *)&sun, len) < 0 || listen(fd, 4) < 0)) {
+		close(fd);
+		fd = -1;
+	}
+	CHECK(fd >= 0);
+	return fd;
+}
+
+static int peer_connect(const char *name, bool abstract)
+{
+	struct sockaddr_un sun;
+	socklen_t len = unix_addr(&sun, name, abstract);
+	int fd = peer_socket();
+
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sun, len) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	CHECK(fd >= 0);
+	return fd;
+}
+
+static int peer_accept(int lfd)
+{
+	int fd = -1;
+
+	if (wait_fd(lfd, POLLIN, deadline()))
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	CHECK(fd >= 0);
+	return fd;
+}
+
+static void close_fd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+static bool peer_write(int fd, const void *buf, size_t n)
+{
+	const uint8_t *p = buf;
+	int64_t until = deadline();
+
+	while (n) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EAGAIN && wait_fd(fd, POLLOUT, until))
+			continue;
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+/* Exactly n bytes; false at the end of the stream or after WAIT_MS. */
+static bool peer_read(int fd, void *buf, size_t n, int64_t until)
+{
+	uint8_t *p = buf;
+
+	while (n) {
+		ssize_t k = read(fd, p, n);
+
+		if (k < 0 && errno == EAGAIN && wait_fd(fd, POLLIN, until))
+			continue;
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+/* A frame, its length before it, in one call. */
+static bool peer_send(int fd, const uint8_t *f, size_t len)
+{
+	uint8_t h[4];
+	struct iovec iov[2] = { { h, 4 }, { (void *)f, len } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+	ssize_t k;
+
+	put32(h, (uint32_t)len);
+	k = sendmsg(fd, &m, MSG_NOSIGNAL);
+	if (k < 0 && errno == EAGAIN)
+		k = 0;
+	if (k < 0)
+		return false;
+	/* What the socket had no room for yet, waited for. */
+	if ((size_t)k < 4 && !peer_write(fd, h + k, 4 - (size_t)k))
+		return false;
+	k = k < 4 ? 0 : k - 4;
+	return peer_write(fd, f + k, len - (size_t)k);
+}
+
+/* The next frame from the back end into f; its length, 0 on none. */
+static size_t peer_recv(int fd, uint8_t *f, int64_t until)
+{
+	uint8_t h[4];
+	uint32_t len;
+
+	if (!peer_read(fd, h, 4, until))
+		return 0;
+	len = get32(h);
+	CHECK(len >= 14 && len <= FRAME_MAX);
+	if (len < 14 || len > FRAME_MAX || !peer_read(fd, f, len, until))
+		return 0;
+	return len;
+}
+
+/* Whether the back end closed the connection (what it sent read away). */
+static bool peer_sees_eof(int fd)
+{
+	int64_t until = deadline();
+	uint8_t buf[4096];
+
+	for (;;) {
+		ssize_t k = read(fd, buf, sizeof(buf));
+
+		if (k == 0 || (k < 0 && errno == ECONNRESET))
+			return true;
+		if (k < 0 && (errno != EAGAIN || !wait_fd(fd, POLLIN, until)))
+			return false;
+	}
+}
+
+/* Whether the back end has read every byte the peer wrote (spun on, bounded). */
+static bool consumed(int fd)
+{
+	int64_t until = deadline();
+	int n = -1;
+
+	while (!ioctl(fd, SIOCOUTQ, &n) && n && now_ms() < until)
+		sched_yield();
+	return n == 0;
+}
+
+/* ---- the NIC's side ---- */
+
+/* In two pieces, as a NIC's descriptor chain may hold it. */
+static bool nic_send(struct netdev *nd, const uint8_t *f, size_t len)
+{
+	struct iovec iov[2] = { { (void *)f, len / 3 }, { (void *)(f + len / 3), len - len / 3 } };
+
+	return nd->ops->send(nd, iov, 2, len);
+}
+
+/* The next frame for the guest, taken into f in two pieces; 0 after until. */
+static size_t nic_recv(struct netdev *nd, uint8_t *f, int64_t until)
+{
+	for (;;) {
+		size_t len = nd->ops->peek(nd);
+		uint64_t n;
+
+		if (len) {
+			struct iovec iov[2] = { { f, 7 }, { f + 7, FRAME_MAX - 7 } };
+
+			CHECK(len >= 14 && len <= FRAME_MAX);
+			nd->ops->take(nd, len <= FRAME_MAX ? iov : NULL, 2);
+			return len;
+		}
+		if (!wait_fd(nd->rx_fd, POLLIN, until))
+			return 0;
+		if (read(nd->rx_fd, &n, sizeof(n)) < 0)
+			CHECK(errno == EAGAIN);
+	}
+}
+
+/* Frame seq of len bytes from the NIC to the peer, byte for byte. */
+static bool to_peer(struct netdev *nd, int fd, size_t len, uint32_t seq)
+{
+	uint8_t f[FRAME_MAX], got[FRAME_MAX];
+
+	pattern(f, len, seq);
+	REQUIRE(nic_send(nd, f, len));
+	REQUIRE(peer_recv(fd, got, deadline()) == len);
+	REQUIRE(!memcmp(f, got, len));
+	return true;
+}
+
+/* And from the peer to the NIC. */
+static bool to_nic(struct netdev *nd, int fd, size_t len, uint32_t seq)
+{
+	uint8_t f[FRAME_MAX], got[FRAME_MAX];
+
+	pattern(f, len, seq);
+	REQUIRE(peer_send(fd, f, len));
+	REQUIRE(nic_recv(nd, got, deadline()) == len);
+	REQUIRE(!memcmp(f, got, len));
+	return true;
+}
+
+static const size_t sizes[] = { 14, 60, 64, 1514, 9014, 65535, FRAME_MAX };
+
+/*
+ * Every size each way.  The peer's frame goes first: a server has taken
+ * the connection once it reads from it, and until then send() refuses.
+ */
+static bool both_ways(struct netdev *nd, int fd)
+{
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		REQUIRE(to_nic(nd, fd, sizes[i], 100 + i));
+		REQUIRE(to_peer(nd, fd, sizes[i], i));
+	}
+	CHECK_EQ(nd->rx_dropped, 0);
+	CHECK_EQ(nd->tx_dropped, 0);
+	return true;
+}
+
+/* ---- configs ---- */
+
+struct backend {
+	struct netdev_stream_cfg *cfg;
+	struct netdev *nd;
+};
+
+static struct netdev_stream_cfg *stream_cfg(const char *arg)
+{
+	return opts_parse_new(&netdev_stream_spec, sizeof(struct netdev_stream_cfg),
+			      &netdev_stream_defaults, arg, netdev_stream_check);
+}
+
+static void cfg_free(struct netdev_stream_cfg *cfg)
+{
+	if (cfg) {
+		opts_free(&netdev_stream_spec, cfg);
+		free(cfg);
+	}
+}
+
+__attribute__((format(printf, 1, 2)))
+static struct backend backend_new(const char *fmt, ...)
+{
+	struct backend b = { NULL, NULL };
+	char arg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(arg, sizeof(arg), fmt, ap);
+	va_end(ap);
+	b.cfg = stream_cfg(arg);
+	b.nd = b.cfg ? netdev_stream_new(b.cfg) : NULL;
+	CHECK(b.nd);
+	return b;
+}
+
+static void backend_free(struct backend *b)
+{
+	netdev_free(b->nd);
+	cfg_free(b->cfg);
+	b->nd = NULL;
+	b->cfg = NULL;
+}
+
+/* A fresh socket path in the test's directory. */
+static const char *sock_path(const char *dir, const char *name, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/%s", dir, name);
+	unlink(buf);
+	return buf;
+}
+
+/* ---- 1: frames both ways ---- */
+
+/* server=off: the back end connects to the test. */
+static void test_client(const char *dir)
+{
+	char p[128];
+	int lfd = peer_listen(sock_path(dir, "c.sock", p, sizeof(p)), false), fd = -1;
+	struct backend b = backend_new("id=c0,server=off,addr.type=unix,addr.path=%s", p);
+
+	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0)
+		both_ways(b.nd, fd);
+	backend_free(&b);
+	if (fd >= 0)
+		CHECK(peer_sees_eof(fd));
+	close_fd(fd);
+	close_fd(lfd);
+}
+
+/* server=on: the test connects; the socket file goes at free(). */
+static void test_server(const char *dir)
+{
+	char p[128];
+	struct backend b = backend_new("id=s0,server=on,addr.type=unix,addr.path=%s",
+				       sock_path(dir, "s.sock", p, sizeof(p)));
+	int fd = b.nd ? peer_connect(p, false) : -1;
+
+	if (fd >= 0)
+		both_ways(b.nd, fd);
+	backend_free(&b);
+	CHECK(access(p, F_OK) < 0 && errno == ENOENT);
+	close_fd(fd);
+}
+
+/* addr.abstract=on: Linux's abstract namespace, tight as QEMU's default. */
+static void test_abstract(void)
+{
+	char name[64];
+	struct backend b;
+	int fd = -1;
+
+	snprintf(name, sizeof(name), "brisk-test-stream-%d", (int)getpid());
+	b = backend_new("id=a0,server=on,addr.type=unix,addr.path=%s,addr.abstract=on", name);
+	if (b.nd && (fd = peer_connect(name, true)) >= 0)
+		both_ways(b.nd, fd);
+	backend_free(&b);
+	close_fd(fd);
+}
+
+/* addr.type=fd: a connected socket inherited, and closed at free(). */
+static void test_fd_client(void)
+{
+	int sv[2] = { -1, -1 };
+	struct backend b;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		CHECK(!"socketpair");
+		return;
+	}
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	b = backend_new("id=f0,addr.type=fd,addr.str=%d", sv[0]);
+	if (b.nd)
+		both_ways(b.nd, sv[1]);
+	backend_free(&b);
+	CHECK(fcntl(sv[0], F_GETFD) < 0 && errno == EBADF);
+	close(sv[1]);
+}
+
+/* addr.type=fd,server=on: a listening socket inherited. */
+static void test_fd_server(const char *dir)
+{
+	char p[128];
+	int lfd = peer_listen(sock_path(dir, "fd.sock", p, sizeof(p)), false), fd = -1;
+	struct backend b = backend_new("id=f1,server=on,addr.type=fd,addr.str=%d", lfd);
+
+	if (b.nd && (fd = peer_connect(p, false)) >= 0)
+		both_ways(b.nd, fd);
+	backend_free(&b);
+	CHECK(fcntl(lfd, F_GETFD) < 0 && errno == EBADF);
+	close_fd(fd);
+	unlink(p);
+}
+
+/* ---- 2: a frame in pieces ---- */
+
+/*
+ * Each piece read by the back end (the peer's socket empty again) before
+ * the next is written: the frame reaches the NIC whole, and only then.
+ */
+static bool pieces(struct netdev *nd, int fd)
+{
+	uint8_t buf[4 + 1514], got[FRAME_MAX];
+	const size_t len = 1514, cut[] = { 0, 1, 3, 4, 5, 700, 4 + len - 1, 4 + len };
+	const unsigned n = sizeof(cut) / sizeof(cut[0]);
+
+	put32(buf, (uint32_t)len);
+	pattern(buf + 4, len, 7);
+	for (unsigned i = 0; i + 1 < n; i++) {
+		REQUIRE(peer_write(fd, buf + cut[i], cut[i + 1] - cut[i]));
+		if (i + 2 == n)
+			break;
+		REQUIRE(consumed(fd));
+		CHECK_EQ(nd->ops->peek(nd), 0);
+	}
+	REQUIRE(nic_recv(nd, got, deadline()) == len);
+	CHECK(!memcmp(got, buf + 4, len));
+	return true;
+}
+
+/* Several frames in one write, the last of them the largest: each whole, in order. */
+static bool one_write(struct netdev *nd, int fd)
+{
+	uint8_t buf[3 * (4 + FRAME_MAX)], want[FRAME_MAX], got[FRAME_MAX];
+	const size_t len[3] = { 60, 1514, FRAME_MAX };
+	size_t off = 0;
+
+	for (unsigned i = 0; i < 3; i++) {
+		put32(buf + off, (uint32_t)len[i]);
+		pattern(buf + off + 4, len[i], 20 + i);
+		off += 4 + len[i];
+	}
+	REQUIRE(peer_write(fd, buf, off));
+	for (unsigned i = 0; i < 3; i++) {
+		pattern(want, len[i], 20 + i);
+		REQUIRE(nic_recv(nd, got, deadline()) == len[i]);
+		CHECK(!memcmp(got, want, len[i]));
+	}
+	return true;
+}
+
+static void test_pieces(const char *dir)
+{
+	char p[128];
+	int lfd = peer_listen(sock_path(dir, "p.sock", p, sizeof(p)), false), fd = -1;
+	struct backend b = backend_new("id=p0,addr.type=unix,addr.path=%s", p);
+
+	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0 && pieces(b.nd, fd))
+		one_write(b.nd, fd);
+	backend_free(&b);
+	close_fd(fd);
+	close_fd(lfd);
+}
+
+/* ---- 3: lengths that break the stream ---- */
+
+/* len from the peer: the back end closes that connection. */
+static bool peer_breaks(int fd, uint32_t len)
+{
+	uint8_t h[4];
+
+	put32(h, len);
+	REQUIRE(peer_write(fd, h, 4));
+	REQUIRE(peer_sees_eof(fd));
+	return true;
+}
+
+/*
+ * server=on: a length of 0 closes the connection, with one line; the next
+ * peer works, and one sending a length over FRAME_MAX is closed without
+ * another line (a peer can repeat it at will).  A length under 14 is no
+ * Ethernet frame but breaks nothing: dropped, counted, and the next
+ * frame arrives.
+ */
+static bool bad_lengths_server(struct netdev *nd, const char *p)
+{
+	char line[512];
+	int fd = peer_connect(p, false), lines;
+	uint8_t tiny[5] = { 1, 2, 3, 4, 5 };
+
+	REQUIRE(fd >= 0 && to_nic(nd, fd, 60, 1));
+	capture_begin();
+	CHECK(peer_breaks(fd, 0));
+	lines = capture_end(line, sizeof(line));
+	close(fd);
+	CHECK_EQ(lines, 1);
+	CHECK(strstr(line, "-netdev stream,id=b0: the peer sent a frame length of 0"));
+	REQUIRE((fd = peer_connect(p, false)) >= 0);
+	REQUIRE(to_nic(nd, fd, 1514, 2) && to_peer(nd, fd, 1514, 3));
+	capture_begin();
+	CHECK(peer_breaks(fd, FRAME_MAX + 1));
+	CHECK_EQ(capture_end(line, sizeof(line)), 0);
+	close(fd);
+	REQUIRE((fd = peer_connect(p, false)) >= 0);
+	CHECK(peer_send(fd, tiny, sizeof(tiny)) && to_nic(nd, fd, 60, 4));
+	CHECK_EQ(nd->rx_dropped, 1);
+	CHECK(to_peer(nd, fd, 60, 5));
+	close(fd);
+	return true;
+}
+
+static void test_bad_lengths_server(const char *dir)
+{
+	char p[128];
+	struct backend b = backend_new("id=b0,server=on,addr.type=unix,addr.path=%s",
+				       sock_path(dir, "b.sock", p, sizeof(p)));
+
+	if (b.nd)
+		bad_lengths_server(b.nd, p);
+	backend_free(&b);
+}
+
+/*
+ * server=off without reconnect=: a length past FRAME_MAX closes the
+ * connection for good, in one line; send() refuses from then on.
+ */
+static void test_bad_length_client(const char *dir)
+{
+	char p[128], line[512];
+	int lfd = peer_listen(sock_path(dir, "bc.sock", p, sizeof(p)), false), fd = -1;
+	struct backend b = backend_new("id=b1,addr.type=unix,addr.path=%s", p);
+	uint8_t f[60];
+
+	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0 && to_nic(b.nd, fd, 60, 1)) {
+		capture_begin();
+		CHECK(peer_breaks(fd, 0x7fffffff));
+		CHECK_EQ(capture_end(line, sizeof(line)), 1);
+		CHECK(strstr(line, "frame length of 2147483647 (1 to 65549); the link stays "
+			  "down (no reconnect=)"));
+		pattern(f, sizeof(f), 2);
+		CHECK(!nic_send(b.nd, f, sizeof(f)));
+		CHECK_EQ(b.nd->tx_dropped, 0);
+	}
+	backend_free(&b);
+	close_fd(fd);
+	close_fd(lfd);
+}
+
+/* ---- 4: one peer at a time, and reconnect= ---- */
+
+/*
+ * server=on: a second peer waits in the backlog, unread, while the first
+ * is served; once the first goes, the second's frame arrives and the
+ * NIC's go to it.
+ */
+static bool one_peer(struct netdev *nd, const char *p)
+{
+	uint8_t f[1514], got[FRAME_MAX];
+	int a = peer_connect(p, false), b = -1;
+
+	REQUIRE(a >= 0 && to_nic(nd, a, 60, 1));
+	REQUIRE((b = peer_connect(p, false)) >= 0);
+	pattern(f, sizeof(f), 500);
+	CHECK(peer_send(b, f, sizeof(f)));
+	CHECK(to_peer(nd, a, 60, 2) && to_nic(nd, a, 60, 3));
+	CHECK_EQ(nd->ops->peek(nd), 0);
+	close(a);
+	CHECK(nic_recv(nd, got, deadline()) == sizeof(f) && !memcmp(got, f, sizeof(f)));
+	CHECK(to_peer(nd, b, 1514, 4));
+	close(b);
+	return true;
+}
+
+static void test_one_peer(const char *dir)
+{
+	char p[128];
+	struct backend b = backend_new("id=o0,server=on,addr.type=unix,addr.path=%s",
+				       sock_path(dir, "o.sock", p, sizeof(p)));
+
+	if (b.nd)
+		one_peer(b.nd, p);
+	backend_free(&b);
+}
+
+/* The peer closes; the back end says so once and connects again. */
+static bool reconnects(struct netdev *nd, int lfd, int *fd)
+{
+	char line[512];
+	int lines;
+
+	REQUIRE(to_nic(nd, *fd, 60, 1) && to_peer(nd, *fd, 60, 2));
+	capture_begin();
+	close(*fd);
+	*fd = peer_accept(lfd);
+	lines = capture_end(line, sizeof(line));
+	REQUIRE(*fd >= 0);
+	CHECK_EQ(lines, 1);
+	CHECK(strstr(line, "-netdev stream,id=r0: the peer closed the connection; "
+		     "connecting again every 1 s (reconnect=)"));
+	/* The peer's frame first: the back end is up once it reads. */
+	REQUIRE(to_nic(nd, *fd, 1514, 3) && to_peer(nd, *fd, 1514, 4));
+	return true;
+}
+
+/*
+ * reconnect=1: nobody listens at first (one line, and send() refuses),
+ * then the test does and the back end comes; it comes again after the
+ * peer closes.
+ */
+static void test_reconnect(const char *dir)
+{
+	char p[128], line[512];
+	struct backend b;
+	int lfd = -1, fd = -1, lines;
+	uint8_t f[60];
+
+	sock_path(dir, "r.sock", p, sizeof(p));
+	capture_begin();
+	b = backend_new("id=r0,server=off,reconnect=1,addr.type=unix,addr.path=%s", p);
+	lines = capture_end(line, sizeof(line));
+	CHECK_EQ(lines, 1);
+	CHECK(strstr(line, "cannot connect: No such file or directory; trying again "
+		     "every 1 s (reconnect=)"));
+	pattern(f, sizeof(f), 0);
+	CHECK(!b.nd || !nic_send(b.nd, f, sizeof(f)));
+	if (b.nd && (lfd = peer_listen(p, false)) >= 0 && (fd = peer_accept(lfd)) >= 0)
+		reconnects(b.nd, lfd, &fd);
+	backend_free(&b);
+	close_fd(fd);
+	close_fd(lfd);
+}
+
+/* server=on without a peer: send() refuses, for the NIC to count. */
+static void test_no_peer(const char *dir)
+{
+	char p[128];
+	struct backend b = backend_new("id=n0,server=on,addr.type=unix,addr.path=%s",
+				       sock_path(dir, "n.sock", p, sizeof(p)));
+	uint8_t f[60];
+
+	pattern(f, sizeof(f), 0);
+	CHECK(b.nd && !nic_send(b.nd, f, sizeof(f)));
+	CHECK(!b.nd || b.nd->tx_dropped == 0);
+	backend_free(&b);
+}
+
+/* ---- 5: the queues ---- */
+
+/* Frames seq 0... of len bytes until send() refuses (or max): how many it took. */
+static unsigned fill_tx(struct netdev *nd, size_t len, unsigned max)
+{
+	uint8_t f[FRAME_MAX];
+	unsigned n = 0;
+
+	for (pattern(f, len, 0); n < max && nic_send(nd, f, len); pattern(f, len, ++n))
+		;
+	return n;
+}
+
+/* The peer reads frames seq 0 to n - 1, each byte for byte; how many came whole. */
+static unsigned drain_peer(int fd, size_t len, unsigned n)
+{
+	uint8_t want[FRAME_MAX], got[FRAME_MAX];
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		pattern(want, len, i);
+		if (peer_recv(fd, got, deadline()) != len || memcmp(got, want, len))
+			break;
+	}
+	return i;
+}
+
+/*
+ * A peer that reads nothing: send() refuses once the transmit queue holds
+ * bound frames (some more sit in the socket, or half written); then the
+ * peer reads every one, in order, and send() takes frames again.
+ */
+static bool tx_bound(struct netdev *nd, int fd, size_t len, unsigned bound)
+{
+	/* What a unix socket's buffers hold beyond the queue, generously. */
+	const unsigned slack = 4096;
+	unsigned n = fill_tx(nd, len, bound + slack);
+
+	CHECK(n >= bound && n < bound + slack);
+	CHECK_EQ(drain_peer(fd, len, n), n);
+	REQUIRE(to_peer(nd, fd, len, 7));
+	CHECK_EQ(nd->tx_dropped, 0);
+	return true;
+}
+
+static void test_tx_bound(const char *dir)
+{
+	char p[128];
+	int lfd = peer_listen(sock_path(dir, "t.sock", p, sizeof(p)), false), fd = -1;
+	struct backend b = backend_new("id=t0,addr.type=unix,addr.path=%s", p);
+
+	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0 &&
+	    tx_bound(b.nd, fd, 1000, QUEUE_FRAMES))
+		tx_bound(b.nd, fd, FRAME_MAX, QUEUE_BYTES / FRAME_MAX);
+	backend_free(&b);
+	close_fd(fd);
+	close_fd(lfd);
+}
+
+/* rx_dropped has no event of its own: spun on, bounded as the rest. */
+static bool dropped_reaches(struct netdev *nd, uint64_t want)
+{
+	int64_t until = deadline();
+
+	while (__atomic_load_n(&nd->rx_dropped, __ATOMIC_RELAXED) < want && now_ms() < until)
+		sched_yield();
+	return __atomic_load_n(&nd->rx_dropped, __ATOMIC_RELAXED) == want;
+}
+
+/*
+ * A guest that takes nothing: of n frames from the peer the receive queue
+ * keeps the first bound, drops the rest and counts them; the NIC then
+ * takes the kept ones in order.
+ */
+static bool rx_bound(struct netdev *nd, int fd, size_t len, unsigned n, unsigned bound)
+{
+	uint8_t f[FRAME_MAX], got[FRAME_MAX];
+	uint64_t before = nd->rx_dropped;
+
+	for (unsigned i = 0; i < n; i++) {
+		pattern(f, len, i);
+		REQUIRE(peer_send(fd, f, len));
+	}
+	REQUIRE(dropped_reaches(nd, before + n - bound));
+	for (unsigned i = 0; i < bound; i++) {
+		pattern(f, len, i);
+		REQUIRE(nic_recv(nd, got, deadline()) == len);
+		REQUIRE(!memcmp(got, f, len));
+	}
+	CHECK_EQ(nd->ops->peek(nd), 0);
+	REQUIRE(to_nic(nd, fd, len, 9));
+	CHECK_EQ(nd->rx_dropped, before + n - bound);
+	return true;
+}
+
+static void test_rx_bound(const char *dir)
+{
+	char p[128];
+	int lfd = peer_listen(sock_path(dir, "q.sock", p, sizeof(p)), false), fd = -1;
+	struct backend b = backend_new("id=q0,addr.type=unix,addr.path=%s", p);
+
+	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0 &&
+	    rx_bound(b.nd, fd, 60, QUEUE_FRAMES + 76, QUEUE_FRAMES))
+		rx_bound(b.nd, fd, FRAME_MAX, QUEUE_BYTES / FRAME_MAX + 2,
+			 QUEUE_BYTES / FRAME_MAX);
+	backend_free(&b);
+	close_fd(fd);
+	close_fd(lfd);
+}
+
+/*
+ * The peer stops writing and then reading (shutdown, then close): every
+ * frame the socket took reaches it whole, and the rest, queued or half
+ * written, are dropped and counted, to the frame.  One line says the link
+ * is down.
+ */
+static bool lost_with_queue(struct netdev *nd, int fd)
+{
+	char line[512];
+	unsigned n = fill_tx(nd, 1514, QUEUE_FRAMES + 4096), got;
+	int lines;
+
+	REQUIRE(n >= QUEUE_FRAMES);
+	capture_begin();
+	shutdown(fd, SHUT_WR);
+	got = drain_peer(fd, 1514, n);
+	CHECK(peer_sees_eof(fd));
+	lines = capture_end(line, sizeof(line));
+	CHECK_EQ(lines, 1);
+	CHECK(strstr(line, "the peer closed the connection; the link stays down"));
+	CHECK(got < n);
+	CHECK_EQ(__atomic_load_n(&nd->tx_dropped, __ATOMIC_RELAXED), n - got);
+	return true;
+}
+
+static void test_lost_with_queue(const char *dir)
+{
+	char p[128];
+	int lfd = peer_listen(sock_path(dir, "l.sock", p, sizeof(p)), false), fd = -1;
+	struct backend b = backend_new("id=l0,addr.type=unix,addr.path=%s", p);
+
+	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0)
+		lost_with_queue(b.nd, fd);
+	backend_free(&b);
+	close_fd(fd);
+	close_fd(lfd);
+}
+
+/*
+ * free() with frames everywhere: the transmit queue full and one half
+ * written, frames for the guest queued, half a frame read.  The ASan
+ * build finds what leaks.
+ */
+static bool in_flight(struct netdev *nd, int fd)
+{
+	uint8_t f[4 + 1514];
+
+	REQUIRE(to_nic(nd, fd, 60, 1));
+	REQUIRE(fill_tx(nd, 1514, QUEUE_FRAMES + 4096) >= QUEUE_FRAMES);
+	for (unsigned i = 0; i < 100; i++) {
+		pattern(f, 1514, i);
+		REQUIRE(peer_send(fd, f, 1514));
+	}
+	put32(f, 1514);
+	REQUIRE(peer_write(fd, f, 4 + 700));
+	REQUIRE(consumed(fd));
+	CHECK(nd->ops->peek(nd) == 1514);
+	return true;
+}
+
+static void test_free_in_flight(const char *dir)
+{
+	char p[128];
+	int lfd = peer_listen(sock_path(dir, "i.sock", p, sizeof(p)), false), fd = -1;
+	struct backend b = backend_new("id=i0,addr.type=unix,addr.path=%s", p);
+
+	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0)
+		in_flight(b.nd, fd);
+	backend_free(&b);
+	if (fd >= 0)
+		CHECK(peer_sees_eof(fd));
+	close_fd(fd);
+	close_fd(lfd);
+}
+
+/* ---- 6: options ---- */
+
+/* arg refused, before /dev/kvm, with exactly one line holding says. */
+static void refused(const char *arg, const char *says)
+{
+	struct netdev_stream_cfg *cfg;
+	char line[512];
+	int lines;
+
+	capture_begin();
+	cfg = stream_cfg(arg);
+	lines = capture_end(line, sizeof(line));
+	CHECK(!cfg);
+	CHECK_EQ(lines, 1);
+	CHECK(strstr(line, says));
+	if (!strstr(line, says))
+		printf("# %s: %s", arg, line);
+	cfg_free(cfg);
+	check_case("refused: -netdev stream,%s", arg);
+}
+
+static const struct {
+	const char *arg, *says;
+} bad_args[] = {
+	{ "id=s0", "addr.type= is missing" },
+	{ "id=s0,addr.type=vsock", "addr.type=vsock" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.1,addr.port=5555",
+	  "addr.type=inet: frames over TCP are not supported" },
+	{ "id=s0,addr.type=unix", "addr.type=unix needs addr.path=" },
+	{ "id=s0,addr.type=unix,addr.path=/tmp/x,addr.port=1", "addr.host= and addr.port=" },
+	{ "id=s0,addr.type=unix,addr.path=/tmp/x,addr.str=3", "addr.str= is addr.type=fd's" },
+	{ "id=s0,addr.type=unix,addr.path=/tmp/x,server=on,reconnect=1",
+	  "reconnect= is server=off's" },
+	{ "id=s0,addr.type=unix,addr.path=/tmp/x,reconnect=3601", "reconnect=3601" },
+	{ "id=s0,addr.type=unix,addr.path=/tmp/x,server=maybe", "server=maybe" },
+	{ "id=s0,addr.type=fd", "addr.type=fd needs addr.str=" },
+	{ "id=s0,addr.type=fd,addr.str=x3", "addr.str=x3: not a file descriptor's number" },
+	{ "id=s0,addr.type=fd,addr.str=99999999999", "not a file descriptor's number" },
+	{ "id=s0,addr.type=fd,addr.str=0,addr.path=/tmp/x", "addr.path= and addr.abstract=" },
+	{ "id=s0,addr.type=fd,addr.str=0,reconnect=5", "reconnect= needs addr.type=unix" },
+	{ "id=s0,addr.type=unix,addr.path=/tmp/x,bogus=1", "bogus" },
+};
+
+/* Paths one byte too long for sun_path, plain and abstract. */
+static void refused_long(void)
+{
+	char arg[512], path[109];
+
+	memset(path, 'a', 108);
+	path[0] = '/';
+	path[108] = '\0';
+	snprintf(arg, sizeof(arg), "id=s0,addr.type=unix,addr.path=%s", path);
+	refused(arg, "longer than 107 bytes (a unix socket's sun_path)");
+	/* An abstract name has sun_path's first byte (a NUL) before it. */
+	snprintf(arg, sizeof(arg), "id=s0,addr.type=unix,addr.abstract=on,addr.path=%s", path);
+	refused(arg, "longer than 107 bytes");
+}
+
+/* What addr.str= may not be: closed, no socket, no stream, the wrong side. */
+static void refused_fds(const char *dir)
+{
+	char arg[128], p[128];
+	/* High: capturing stderr takes the lowest free numbers. */
+	int closed = fcntl(0, F_DUPFD_CLOEXEC, 500), file = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int dgram = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int lfd = peer_listen(sock_path(dir, "x.sock", p, sizeof(p)), false);
+	int con = peer_connect(p, false);
+
+	close(closed);
+	snprintf(arg, sizeof(arg), "id=s0,addr.type=fd,addr.str=%d", closed);
+	refused(arg, strerror(EBADF));
+	snprintf(arg, sizeof(arg), "id=s0,addr.type=fd,addr.str=%d", file);
+	refused(arg, "not a stream socket");
+	snprintf(arg, sizeof(arg), "id=s0,addr.type=fd,addr.str=%d", dgram);
+	refused(arg, "not a stream socket");
+	snprintf(arg, sizeof(arg), "id=s0,addr.type=fd,addr.str=%d", lfd);
+	refused(arg, "a listening socket, for server=on");
+	snprintf(arg, sizeof(arg), "id=s0,server=on,addr.type=fd,addr.str=%d", con);
+	refused(arg, "not listening: server=on takes a listening socket");
+	snprintf(arg, sizeof(arg), "id=s0,server=on,addr.type=unix,addr.path=%s", dir);
+	refused(arg, "exists and is not a socket");
+	close_fd(file);
+	close_fd(dgram);
+	close_fd(con);
+	close_fd(lfd);
+	unlink(p);
+}
+
+/* arg passes the check, and making the back end fails with one line holding says. */
+static void new_refused(const char *arg, const char *says)
+{
+	struct netdev_stream_cfg *cfg = stream_cfg(arg);
+	struct netdev *nd = NULL;
+	char line[512];
+	int lines = 0;
+
+	CHECK(cfg);
+	if (cfg) {
+		capture_begin();
+		nd = netdev_stream_new(cfg);
+		lines = capture_end(line, sizeof(line));
+		CHECK(!nd);
+		CHECK_EQ(lines, 1);
+		CHECK(strstr(line, says));
+		if (!strstr(line, says))
+			printf("# %s: %s", arg, line);
+	}
+	netdev_free(nd);
+	cfg_free(cfg);
+	check_case("refused when made: -netdev stream,%s", arg);
+}
+
+static void refused_at_new(const char *dir)
+{
+	char arg[256], p[128];
+	int lfd = peer_listen(sock_path(dir, "busy.sock", p, sizeof(p)), false);
+
+	snprintf(arg, sizeof(arg), "id=s0,addr.type=unix,addr.path=%s/none.sock", dir);
+	new_refused(arg, "cannot connect: No such file or directory (reconnect= would keep "
+		    "trying)");
+	snprintf(arg, sizeof(arg), "id=s0,server=on,addr.type=unix,addr.path=%s", p);
+	new_refused(arg, "another server listens there");
+	snprintf(arg, sizeof(arg), "id=s0,server=on,addr.type=unix,addr.path=%s/no/dir.sock",
+		 dir);
+	new_refused(arg, "cannot listen there: No such file or directory");
+	close_fd(lfd);
+	unlink(p);
+}
+
+/* A stale socket file (its server gone) is replaced, as QEMU does. */
+static void test_stale(const char *dir)
+{
+	char p[128];
+	int lfd = peer_listen(sock_path(dir, "stale.sock", p, sizeof(p)), false), fd = -1;
+	struct backend b;
+
+	close_fd(lfd);
+	b = backend_new("id=st0,server=on,addr.type=unix,addr.path=%s", p);
+	if (b.nd && (fd = peer_connect(p, false)) >= 0)
+		to_nic(b.nd, fd, 60, 1);
+	backend_free(&b);
+	close_fd(fd);
+}
+
+/* -netdev stream,help names every key. */
+static void test_help(void)
+{
+	char buf[4096];
+	FILE *f = tmpfile();
+	size_t n;
+
+	CHECK(f);
+	if (!f)
+		return;
+	opts_print_help(f, &netdev_stream_spec);
+	rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	for (const char *k = "id=\0server=\0addr.type=\0addr.path=\0addr.abstract=\0"
+			     "addr.tight=\0addr.str=\0reconnect=\0"; *k; k += strlen(k) + 1)
+		CHECK(strstr(buf, k));
+}
+
+/* ---- passt (tests/net/passt.sh) ---- */
+
+enum { ETH = 14, IPH = 20, UDPH = 8, ARPL = 28, DHCP_LEN = 548 };
+#define COOKIE 0x63825363
+
+/* RFC 1071's sum, folded and complemented. */
+static unsigned ip_csum(const uint8_t *p, size_t n)
+{
+	uint32_t s = 0;
+
+	for (; n > 1; p += 2, n -= 2)
+		s += get16(p);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return ~s & 0xffff;
+}
+
+static void put_eth(uint8_t *f, const uint8_t *dst, unsigned type)
+{
+	memcpy(f, dst, 6);
+	memcpy(f + 6, guest_mac, 6);
+	put16(f + 12, type);
+}
+
+/* RFC 2131's DISCOVER, broadcast from 0.0.0.0:68 (UDP checksum 0: none). */
+static size_t dhcp_discover(uint8_t *f, uint32_t xid)
+{
+	uint8_t *ip = f + ETH, *u = ip + IPH, *b = u + UDPH, *o = b + 240;
+
+	memset(f, 0, ETH + IPH + UDPH + DHCP_LEN);
+	put_eth(f, bcast, 0x0800);
+	ip[0] = 0x45;
+	put16(ip + 2, IPH + UDPH + DHCP_LEN);
+	ip[8] = 64;
+	ip[9] = 17;
+	put32(ip + 16, 0xffffffff);
+	put16(ip + 10, ip_csum(ip, IPH));
+	put16(u, 68);
+	put16(u + 2, 67);
+	put16(u + 4, UDPH + DHCP_LEN);
+	b[0] = 1;				/* BOOTREQUEST, Ethernet, 6-byte MACs */
+	b[1] = 1;
+	b[2] = 6;
+	put32(b + 4, xid);
+	memcpy(b + 28, guest_mac, 6);
+	put32(b + 236, COOKIE);
+	*o++ = 53, *o++ = 1, *o++ = 1;		/* DISCOVER */
+	*o++ = 55, *o++ = 2, *o++ = 1, *o++ = 3;	/* mask, router */
+	*o = 255;
+	return ETH + IPH + UDPH + DHCP_LEN;
+}
+
+struct offer {
+	uint32_t xid, yiaddr, router, mask;
+	unsigned type;
+};
+
+static void offer_option(struct offer *d, unsigned code, const uint8_t *v, unsigned len)
+{
+	if (code == 53 && len == 1)
+		d->type = v[0];
+	if (code == 3 && len >= 4)
+		d->router = get32(v);
+	if (code == 1 && len == 4)
+		d->mask = get32(v);
+}
+
+/* A BOOTREPLY to d->xid, from port 67 to 68, its options read into d. */
+static bool parse_offer(const uint8_t *f, size_t len, struct offer *d)
+{
+	const uint8_t *ip = f + ETH, *u, *b;
+	size_t ihl;
+
+	if (len < ETH + IPH || get16(f + 12) != 0x0800 || ip[9] != 17)
+		return false;
+	ihl = (ip[0] & 15) * 4u;
+	u = ip + ihl;
+	b = u + UDPH;
+	if (len < ETH + ihl + UDPH + 240 || get16(u) != 67 || get16(u + 2) != 68 ||
+	    b[0] != 2 || get32(b + 4) != d->xid || get32(b + 236) != COOKIE)
+		return false;
+	CHECK_EQ(ip_csum(ip, ihl), 0);
+	CHECK(!memcmp(b + 28, guest_mac, 6));
+	d->yiaddr = get32(b + 16);
+	for (const uint8_t *o = b + 240, *end = f + len; o < end && *o != 255;) {
+		if (!*o) {
+			o++;
+			continue;
+		}
+		if (o + 2 > end || o + 2 + o[1] > end)
+			return false;
+		offer_option(d, o[0], o + 2, o[1]);
+		o += 2 + o[1];
+	}
+	return d->type == 2;
+}
+
+/* RFC 826: who has tpa? tell spa (the guest). */
+static size_t arp_request(uint8_t *f, uint32_t spa, uint32_t tpa)
+{
+	uint8_t *a = f + ETH;
+
+	memset(f, 0, ETH + ARPL);
+	put_eth(f, bcast, 0x0806);
+	put16(a, 1);
+	put16(a + 2, 0x0800);
+	a[4] = 6;
+	a[5] = 4;
+	put16(a + 6, 1);
+	memcpy(a + 8, guest_mac, 6);
+	put32(a + 14, spa);
+	put32(a + 24, tpa);
+	return ETH + ARPL;
+}
+
+/* tpa's reply to the guest at spa, to its MAC in both layers. */
+static bool is_arp_reply(const uint8_t *f, size_t len, uint32_t spa, uint32_t tpa)
+{
+	const uint8_t *a = f + ETH;
+
+	return len >= ETH + ARPL && get16(f + 12) == 0x0806 && get16(a + 6) == 2 &&
+	       get32(a + 14) == tpa && get32(a + 24) == spa && !memcmp(a + 18, guest_mac, 6) &&
+	       !memcmp(f, guest_mac, 6);
+}
+
+static uint32_t ip4(const char *s)
+{
+	unsigned a, b, c, d;
+
+	return sscanf(s, "%u.%u.%u.%u", &a, &b, &c, &d) == 4 ?
+	       (uint32_t)a << 24 | b << 16 | c << 8 | d : 0;
+}
+
+/* DISCOVER gets an OFFER of the namespace's address, with its gateway and mask. */
+static bool passt_dhcp(struct netdev *nd, uint32_t addr, uint32_t gw)
+{
+	uint8_t f[FRAME_MAX];
+	struct offer d = { .xid = 0x5a17b00f };
+	int64_t until = deadline();
+	size_t len;
+
+	REQUIRE(nic_send(nd, f, dhcp_discover(f, d.xid)));
+	while ((len = nic_recv(nd, f, until)) && !parse_offer(f, len, &d))
+		;
+	REQUIRE(len);
+	CHECK_EQ(d.yiaddr, addr);
+	CHECK_EQ(d.router, gw);
+	CHECK_EQ(d.mask, 0xffffff00);
+	return true;
+}
+
+/* Who has the gateway?  passt answers for it. */
+static bool passt_arp(struct netdev *nd, uint32_t addr, uint32_t gw)
+{
+	uint8_t f[FRAME_MAX];
+	int64_t until = deadline();
+	size_t len;
+
+	REQUIRE(nic_send(nd, f, arp_request(f, addr, gw)));
+	while ((len = nic_recv(nd, f, until)) && !is_arp_reply(f, len, addr, gw))
+		;
+	CHECK(len);
+	return true;
+}
+
+static int passt_main(const char *path, const char *addr, const char *gw)
+{
+	struct backend b = backend_new("id=passt,server=off,addr.type=unix,addr.path=%s", path);
+	uint32_t a = ip4(addr), g = ip4(gw);
+
+	CHECK(a && g);
+	if (b.nd) {
+		RUN(passt_dhcp(b.nd, a, g));
+		RUN(passt_arp(b.nd, a, g));
+	}
+	backend_free(&b);
+	return check_done();
+}
+
+/* The test's directory, and the sockets its own listeners left there. */
+static void remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[512];
+
+	while (d && (e = readdir(d))) {
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			unlink(p);
+	}
+	if (d)
+		closedir(d);
+	CHECK(rmdir(dir) == 0);
+}
+
+int main(int argc, char **argv)
+{
+	char dir[] = "/tmp/brisk-stream-XXXXXX";
+
+	if (argc == 5 && !strcmp(argv[1], "--passt"))
+		return passt_main(argv[2], argv[3], argv[4]);
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN(test_client(dir));
+	RUN(test_server(dir));
+	RUN(test_abstract());
+	RUN(test_fd_client());
+	RUN(test_fd_server(dir));
+	RUN(test_pieces(dir));
+	RUN(test_bad_lengths_server(dir));
+	RUN(test_bad_length_client(dir));
+	RUN(test_one_peer(dir));
+	RUN(test_reconnect(dir));
+	RUN(test_no_peer(dir));
+	RUN(test_tx_bound(dir));
+	RUN(test_rx_bound(dir));
+	RUN(test_lost_with_queue(dir));
+	RUN(test_free_in_flight(dir));
+	for (unsigned i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++)
+		refused(bad_args[i].arg, bad_args[i].says);
+	refused_long();
+	refused_fds(dir);
+	refused_at_new(dir);
+	RUN(test_stale(dir));
+	RUN(test_help());
+	remove_dir(dir);
+	return check_done();
+}
