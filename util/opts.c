@@ -152,11 +152,10 @@ static int set_number(const char *w, const struct opt_prop *p, const char *val,
 	return 0;
 }
 
-static int set_string(const char *w, const struct opt_prop *p, const char *val,
-		      void *field)
+/* What every string value must be: not empty, an id, short, printable, as p says. */
+static int check_string(const char *w, const struct opt_prop *p, const char *val,
+			size_t max)
 {
-	size_t max = p->type == OPT_STRBUF || p->max ? (size_t)p->max : SIZE_MAX;
-
 	if (!*val && !(p->flags & OPT_EMPTY)) {
 		error_report("%s: %s= is empty", w, p->name);
 		return -1;
@@ -176,6 +175,16 @@ static int set_string(const char *w, const struct opt_prop *p, const char *val,
 			return -1;
 		}
 	}
+	return 0;
+}
+
+static int set_string(const char *w, const struct opt_prop *p, const char *val,
+		      void *field)
+{
+	size_t max = p->type == OPT_STRBUF || p->max ? (size_t)p->max : SIZE_MAX;
+
+	if (check_string(w, p, val, max))
+		return -1;
 	if (p->flags & OPT_NOSTORE)
 		return 0;
 	if (p->type == OPT_STRBUF) {
@@ -200,10 +209,8 @@ static int add_string(const char *w, const struct opt_prop *p, const char *val,
 	unsigned max = p->max ? (unsigned)p->max : 64;
 	char **v;
 
-	if (!*val) {
-		error_report("%s: %s= is empty", w, p->name);
+	if (check_string(w, p, val, SIZE_MAX))
 		return -1;
-	}
 	if (l->n == max) {
 		error_report("%s: %s= given more than %u times", w, p->name, max);
 		return -1;

@@ -36,7 +36,7 @@ struct opt_list {
 #define OPT_PRINTABLE	(1u << 2)	/* OPT_STR*: printable ASCII only */
 #define OPT_NOSTORE	(1u << 3)	/* checked, stored nowhere */
 #define OPT_EMPTY	(1u << 4)	/* OPT_STR*: may be empty */
-/* OPT_LIST: .max bounds the count of values (0: 64) */
+/* OPT_LIST: .max bounds the count of values (0: 64); OPT_PRINTABLE, OPT_EMPTY apply to each */
 
 struct opt_prop {
 	const char *name;

@@ -256,7 +256,8 @@ struct lcfg {
 static void test_lists(void)
 {
 	static const struct opt_prop lprops[] = {
-		{ "fwd", OPT_LIST, OPT_AT(struct lcfg, fwd, struct opt_list), .max = 3 },
+		{ "fwd", OPT_LIST, OPT_AT(struct lcfg, fwd, struct opt_list), OPT_PRINTABLE,
+		  .max = 3 },
 		{ "id", OPT_ID, OPT_AT(struct lcfg, id, char *) },
 		{ NULL },
 	};
@@ -280,6 +281,11 @@ static void test_lists(void)
 	capture_begin();
 	r = opts_parse(&lspec, "fwd=a,fwd=", &c);
 	CHECK(capture_end(err, sizeof(err)) == 1 && r == -1 && strstr(err, "-list: fwd= is empty"));
+	opts_free(&lspec, &c);
+	capture_begin();
+	r = opts_parse(&lspec, "fwd=a,fwd=b\tc", &c);
+	CHECK(capture_end(err, sizeof(err)) == 1 && r == -1 &&
+	      strstr(err, "-list: fwd= holds a non-printable byte"));
 	opts_free(&lspec, &c);
 	/* Only a list may repeat. */
 	capture_begin();
