@@ -225,6 +225,21 @@ static int add_nic(struct cli_opts *o, enum cli_nic_kind kind, const char *arg)
 	return 0;
 }
 
+/* TYPE,...,help: the -netdev type's properties (0, o->action set); else 1. */
+static int netdev_help(const char *arg, struct cli_opts *o)
+{
+	const char *rest;
+	size_t len;
+	const char *name = opts_head(arg, "type", &len, &rest);
+	const struct object_type *t = netdev_type_find(name, len);
+
+	if (!t || !opts_wants_help(rest))
+		return 1;
+	o->action = CLI_OPT_HELP;
+	o->help = t->spec;
+	return 0;
+}
+
 /* -nic none|TYPE[,model=M][,mac=MAC][,back-end properties]. */
 static int parse_nic(const char *arg, struct cli_opts *o)
 {
@@ -234,6 +249,8 @@ static int parse_nic(const char *arg, struct cli_opts *o)
 		o->action = CLI_NETDEV_LIST;
 		return 0;
 	}
+	if (!netdev_help(arg, o))
+		return 0;
 	return nic_cmdline_check("-nic", arg) ? -1 : add_nic(o, CLI_NIC, arg);
 }
 
@@ -250,7 +267,7 @@ static int parse_net(const char *arg, struct cli_opts *o)
 	if (len == 3 && !strncmp(name, "nic", 3))
 		return nic_cmdline_check("-net nic", rest) ? -1 : add_nic(o, CLI_NET_NIC, rest);
 	if (netdev_type_find(name, len))
-		return add_nic(o, CLI_NET_BACKEND, arg);
+		return netdev_help(arg, o) ? add_nic(o, CLI_NET_BACKEND, arg) : 0;
 	error_report("-net %.*s: brisk takes -net none, -net nic or -net TYPE with a "
 		     "-netdev type (brisk -netdev help lists them)", (int)len, name);
 	return -1;
@@ -435,6 +452,9 @@ static int cli_check_daemon(const struct cli_opts *o)
 	}
 	if (!what && o->nr_nics)
 		what = o->nics[0].kind == CLI_NIC ? "-nic" : "-net";
+	for (unsigned i = 0; !what && i < o->nr_objects; i++)
+		if (!strcmp(o->objects[i].type->option, "-netdev"))
+			what = "-netdev";
 	if (what) {
 		error_report("%s%s%.*s needs a guest; with -export brisk runs none and "
 			     "serves its drives to other processes", what, *dev ? " " : "",

@@ -11,6 +11,7 @@
 #include "hw/device.h"
 #include "hw/misc/debug-exit.h"
 #include "hw/misc/pvpanic.h"
+#include "hw/object.h"
 #include "hw/virtio/virtio-net.h"
 #include "hw/virtio/virtio-plug.h"
 #include "hw/virtio/virtio-rng.h"
@@ -87,6 +88,19 @@ struct device_set *device_set_new(void)
 	return calloc(1, sizeof(struct device_set));
 }
 
+/* cfg claims what a member already did: true after one line. */
+static bool claimed_before(const struct device_set *s, const struct device_family *f,
+			   const void *cfg)
+{
+	const struct object_cfg *o = f->claims ? f->claims(cfg) : NULL;
+
+	if (!o || !device_set_claimed(s, o))
+		return false;
+	error_report("-device %s: -netdev %s already has a NIC (a -netdev serves one)",
+		     f->name, o->id);
+	return true;
+}
+
 int device_set_add(struct device_set *s, const struct device_family *f,
 		   const char *arg, const struct object_set *objects)
 {
@@ -101,13 +115,21 @@ int device_set_add(struct device_set *s, const struct device_family *f,
 	cfg = opts_parse_new(f->spec, f->cfg_size, f->defaults, arg, f->check);
 	if (!cfg)
 		return -1;
-	if (f->resolve && f->resolve(cfg, objects)) {
+	if ((f->resolve && f->resolve(cfg, objects)) || claimed_before(s, f, cfg)) {
 		opts_free(f->spec, cfg);
 		free(cfg);
 		return -1;
 	}
 	s->d[s->n++] = (struct device){ .f = f, .cfg = cfg };
 	return 0;
+}
+
+bool device_set_claimed(const struct device_set *s, const void *cfg)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->d[i].f->claims && s->d[i].f->claims(s->d[i].cfg) == cfg)
+			return true;
+	return false;
 }
 
 int device_set_create(struct device_set *s, struct machine *m)

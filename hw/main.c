@@ -98,7 +98,17 @@ static int devices_parse(struct brisk *b)
 		if (device_set_add(b->devices, o->devices[i].family, o->devices[i].props,
 				   b->objects))
 			return -1;
-	return nic_cmdline_add(o, b->objects, b->devices);
+	if (nic_cmdline_add(o, b->objects, b->devices))
+		return -1;
+	/* As QEMU, which warns of a netdev without a peer and runs. */
+	for (unsigned i = 0; object_set_get(b->objects, i); i++) {
+		const struct object_cfg *c = object_set_get(b->objects, i);
+
+		if (netdev_type_find(c->type, strlen(c->type)) &&
+		    !device_set_claimed(b->devices, c))
+			error_report("warning: -netdev %s has no NIC", c->id);
+	}
+	return 0;
 }
 
 /*

@@ -18,8 +18,27 @@
 #include "hw/object.h"
 #include "util/log.h"
 
-/* Room for an option's items plus the id and key brisk adds. */
-#define NIC_ARG_MAX 8192
+/*
+ * What brisk adds to an option's items: "netdev=" or "id=", an id, a ','.
+ * The items only ever shrink (macaddr= becomes mac=), so an argument's
+ * length plus this is room for anything made of it.
+ */
+#define NIC_ADDED 32
+
+/* Two strings with room for what is made of arg; false after one line. */
+static bool nic_bufs(const char *arg, char **a, char **b)
+{
+	size_t size = strlen(arg) + NIC_ADDED;
+
+	*a = calloc(1, size);
+	*b = calloc(1, size);
+	if (*a && *b)
+		return true;
+	free(*a);
+	free(*b);
+	error_report("out of memory");
+	return false;
+}
 
 /* The length of the item at s, up to its ',' (",," is a literal comma). */
 static size_t item_len(const char *s)
@@ -38,11 +57,15 @@ static bool item_is(const char *item, size_t len, const char *key)
 	return len > k && !strncmp(item, key, k) && item[k] == '=';
 }
 
-static void append(char *buf, size_t size, const char *item, size_t len)
+/* The room was counted by nic_bufs(). */
+static void append(char *buf, const char *item, size_t len)
 {
 	size_t at = strlen(buf);
 
-	snprintf(buf + at, size - at, "%s%.*s", at ? "," : "", (int)len, item);
+	if (at)
+		buf[at++] = ',';
+	memcpy(buf + at, item, len);
+	buf[at + len] = '\0';
 }
 
 /* model=: virtio-net-pci under any of QEMU's names for it, or one line. */
@@ -62,7 +85,7 @@ static int nic_model(const char *opt, const char *m, size_t len)
  * Sorts the items of arg: the NIC's (model=, mac= or, for -net nic,
  * macaddr=) into nic as virtio-net-pci properties, the rest into be.
  */
-static int nic_split(const char *opt, const char *arg, char *nic, char *be, size_t size)
+static void nic_split(const char *arg, char *nic, char *be)
 {
 	for (const char *s = arg; *s;) {
 		size_t len = item_len(s);
@@ -72,19 +95,13 @@ static int nic_split(const char *opt, const char *arg, char *nic, char *be, size
 		} else if (item_is(s, len, "mac") || item_is(s, len, "macaddr")) {
 			size_t key = (size_t)(strchr(s, '=') - s);
 
-			append(nic, size, "mac", 3);
-			snprintf(nic + strlen(nic), size - strlen(nic), "%.*s",
-				 (int)(len - key), s + key);
+			append(nic, "mac", 3);
+			strncat(nic, s + key, len - key);
 		} else {
-			append(be, size, s, len);
+			append(be, s, len);
 		}
 		s += len + (s[len] == ',');
 	}
-	if (strlen(nic) + 1 >= size || strlen(be) + 1 >= size) {
-		error_report("%s: option too long", opt);
-		return -1;
-	}
-	return 0;
 }
 
 int nic_cmdline_check(const char *opt, const char *arg)
@@ -106,22 +123,20 @@ static int nic_make(const char *opt, const char *type, size_t type_len, const ch
 {
 	const struct object_type *t = netdev_type_find(type, type_len);
 	const struct device_family *f = device_find("virtio-net-pci", 14);
-	char *a = malloc(NIC_ARG_MAX), *d = malloc(NIC_ARG_MAX);
-	int r = -1;
+	char *a, *d;
+	int r;
 
-	if (!a || !d) {
-		error_report("out of memory");
-		goto out;
-	}
 	if (!t) {
 		error_report("%s %.*s: no such network back end (brisk -netdev help "
 			     "lists them)", opt, (int)type_len, type);
-		goto out;
+		return -1;
 	}
-	snprintf(a, NIC_ARG_MAX, "id=%s%s%s", id, *be ? "," : "", be);
-	snprintf(d, NIC_ARG_MAX, "netdev=%s%s%s", id, *nic ? "," : "", nic);
-	r = object_set_add(objects, t, a) || device_set_add(devices, f, d, objects) ? -1 : 0;
-out:
+	if (asprintf(&a, "id=%s%s%s", id, *be ? "," : "", be) < 0)
+		a = NULL;
+	if (asprintf(&d, "netdev=%s%s%s", id, *nic ? "," : "", nic) < 0)
+		d = NULL;
+	r = !a || !d ? (error_report("out of memory"), -1) :
+	    object_set_add(objects, t, a) || device_set_add(devices, f, d, objects) ? -1 : 0;
 	free(a);
 	free(d);
 	return r;
@@ -133,42 +148,48 @@ static int nic_one(const char *arg, unsigned index, struct object_set *objects,
 {
 	size_t type_len = item_len(arg);
 	const char *rest = arg + type_len + (arg[type_len] == ',');
-	char nic[NIC_ARG_MAX] = "", be[NIC_ARG_MAX] = "", id[16];
+	char *nic, *be, id[16];
+	int r;
 
-	if (nic_split("-nic", rest, nic, be, sizeof(nic)))
+	if (!nic_bufs(rest, &nic, &be))
 		return -1;
+	nic_split(rest, nic, be);
 	snprintf(id, sizeof(id), "nic.%u", index);
-	return nic_make("-nic", arg, type_len, id, nic, be, objects, devices);
+	r = nic_make("-nic", arg, type_len, id, nic, be, objects, devices);
+	free(nic);
+	free(be);
+	return r;
 }
 
 /* The -net nic and -net TYPE pair. */
 static int net_pair(const struct cli_nic *n, const struct cli_nic *be_arg,
 		    struct object_set *objects, struct device_set *devices)
 {
-	char nic[NIC_ARG_MAX] = "", unused[NIC_ARG_MAX] = "", be[NIC_ARG_MAX] = "";
 	const char *type = be_arg ? be_arg->arg : NULL;
 	size_t type_len = type ? item_len(type) : 0;
+	char *nic, *unused;
+	int r = -1;
 
-	if (n && nic_split("-net nic", n->arg, nic, unused, sizeof(nic)))
-		return -1;
-	if (*unused) {
-		error_report("-net nic: %.*s: brisk's -net nic takes model= and macaddr=",
-			     (int)item_len(unused), unused);
-		return -1;
-	}
 	if (!n) {
 		/* QEMU runs a hub with no NIC too, and says so. */
-		error_report("-net %.*s: no -net nic, so the guest has no NIC for it "
-			     "(brisk goes on, as QEMU does)", (int)type_len, type);
+		error_report("warning: -net %.*s: no -net nic, so the guest has no NIC "
+			     "for it", (int)type_len, type);
 		return 0;
 	}
-	if (!type) {
-		/* QEMU's NIC on an empty hub: link up, nothing behind it. */
-		return device_set_add(devices, device_find("virtio-net-pci", 14), nic, objects);
-	}
-	if (type[type_len] == ',')
-		snprintf(be, sizeof(be), "%s", type + type_len + 1);
-	return nic_make("-net", type, type_len, "net.0", nic, be, objects, devices);
+	if (!nic_bufs(n->arg, &nic, &unused))
+		return -1;
+	nic_split(n->arg, nic, unused);
+	if (*unused)
+		error_report("-net nic: %.*s: brisk's -net nic takes model= and macaddr=",
+			     (int)item_len(unused), unused);
+	else if (!type)		/* QEMU's NIC on an empty hub: link up, nothing behind it */
+		r = device_set_add(devices, device_find("virtio-net-pci", 14), nic, objects);
+	else
+		r = nic_make("-net", type, type_len, "net.0", nic,
+			     type + type_len + (type[type_len] == ','), objects, devices);
+	free(nic);
+	free(unused);
+	return r;
 }
 
 int nic_cmdline_add(const struct cli_opts *o, struct object_set *objects,

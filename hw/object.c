@@ -202,6 +202,11 @@ const struct object_cfg *object_find(const struct object_set *s, const char *id,
 	return NULL;
 }
 
+const struct object_cfg *object_set_get(const struct object_set *s, unsigned i)
+{
+	return s && i < s->n ? s->o[i].cfg : NULL;
+}
+
 void object_set_free(struct object_set *s)
 {
 	if (!s)

@@ -119,6 +119,7 @@ void virtqueue_split_flush(struct virtqueue *vq, unsigned int count);
 bool virtqueue_split_should_notify(struct virtqueue *vq);
 void virtqueue_split_set_notification(struct virtqueue *vq, bool enable);
 bool virtqueue_split_has_work(struct virtqueue *vq);
+unsigned int virtqueue_split_slots(struct virtqueue *vq, uint16_t head);
 
 int virtqueue_packed_enable(struct virtqueue *vq);
 int virtqueue_packed_set_base(struct virtqueue *vq, uint32_t base);

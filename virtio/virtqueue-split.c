@@ -117,6 +117,29 @@ static int split_gather(struct virtqueue *vq, struct vq_gather *g, uint16_t head
 	}
 }
 
+/*
+ * The ring's own descriptors the chain at head holds (an indirect table
+ * counts one).  Walked again rather than counted by pop, which only one
+ * device needs (virtio-net, to know when the driver can post no more),
+ * and never trusted for memory: at most num, however the table reads.
+ */
+unsigned int virtqueue_split_slots(struct virtqueue *vq, uint16_t head)
+{
+	const struct vring_desc *table = vq->desc;
+	unsigned int n = 1, i = head;
+
+	for (; n < vq->num; n++) {
+		uint16_t flags = vq_ld16(&table[i].flags);
+
+		if ((flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT)) != VRING_DESC_F_NEXT)
+			break;
+		i = vq_ld16(&table[i].next);
+		if (i >= vq->num)
+			break;
+	}
+	return n;
+}
+
 /* Reads the driver's avail index; false (and broken) if it is impossible. */
 static bool split_read_avail_idx(struct virtqueue *vq)
 {

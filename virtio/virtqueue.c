@@ -261,6 +261,11 @@ void virtqueue_set_notification(struct virtqueue *vq, bool enable)
 		virtqueue_split_set_notification(vq, enable);
 }
 
+unsigned int virtqueue_elem_slots(struct virtqueue *vq, const struct vq_elem *e)
+{
+	return vq->packed ? e->ndescs : virtqueue_split_slots(vq, e->index);
+}
+
 bool virtqueue_has_work(struct virtqueue *vq)
 {
 	if (unlikely(!vq->enabled || vq->broken))

@@ -71,10 +71,12 @@ struct vnet {
 	bool rx_kick_added, tx_kick_added, rx_fd_added;
 	uint8_t config[VNET_CONFIG_LEN];
 	unsigned held_max;	/* rx_queue_size: the most chains a ring can give */
+	unsigned host_mtu;	/* 0: none offered */
 
 	/* under vdev.lock */
 	bool rx_serving, tx_serving;
 	bool mrg;		/* VIRTIO_NET_F_MRG_RXBUF negotiated */
+	size_t rx_max;		/* the longest frame the guest takes (VIRTIO_NET_F_MTU's) */
 	struct vq_elem **held;	/* rx chains popped for a frame that does not fit yet, in order */
 	unsigned nheld;
 	unsigned held_slots;	/* the ring slots they take */
@@ -144,6 +146,8 @@ static enum vnet_fit vnet_rx_pop(struct vnet *n)
 		return FIT_BROKEN;
 	}
 	n->held[n->nheld++] = e;
+	/* Kept in the element: the driver may rewrite its ring meanwhile. */
+	e->ndescs = (uint16_t)virtqueue_elem_slots(vq, e);
 	n->held_slots += e->ndescs;
 	return FIT;
 }
@@ -167,12 +171,9 @@ static enum vnet_fit vnet_rx_fit_one(struct vnet *n, size_t need, unsigned *k)
 
 /*
  * With MRG_RXBUF as many chains as the frame needs.  Once the device
- * holds every slot of the ring and the chains are still too few, no
- * posting can make them enough.  A packed ring says how many slots a
- * chain took; a split one only that it took at least one, which counts
- * short of the truth, never past it: a frame that could fit is never
- * dropped, though one too large for a split ring of a few long chains
- * waits there until the driver resets the device.
+ * holds every slot of the ring (each chain says how many it holds) and
+ * the chains are still too few, no posting can make them enough: the
+ * frame is dropped, or every frame behind it would wait for good.
  */
 static enum vnet_fit vnet_rx_fit_mrg(struct vnet *n, size_t need, unsigned *k)
 {
@@ -272,7 +273,12 @@ static void vnet_rx_locked(struct vnet *n)
 	while (n->rx_serving && !vdev->broken && frames < VNET_BUDGET &&
 	       n->nd && (len = n->nd->ops->peek(n->nd)) > 0) {
 		unsigned k = 0;
-		enum vnet_fit r = n->mrg ? vnet_rx_fit_mrg(n, VNET_HDR_LEN + len, &k) :
+		/*
+		 * VIRTIO 1.2, 5.1.6.3.2: with F_MTU negotiated no frame longer
+		 * than the MTU and its Ethernet header reaches the driver.
+		 */
+		enum vnet_fit r = len > n->rx_max ? FIT_NEVER :
+				  n->mrg ? vnet_rx_fit_mrg(n, VNET_HDR_LEN + len, &k) :
 				  vnet_rx_fit_one(n, VNET_HDR_LEN + len, &k);
 
 		if (r == FIT_WAIT || r == FIT_BROKEN)
@@ -429,6 +435,8 @@ static int vnet_start(struct virtio_device *vdev)
 	struct vnet *n = vdev_to_vnet(vdev);
 
 	n->mrg = vdev->guest_features >> VIRTIO_NET_F_MRG_RXBUF & 1;
+	n->rx_max = vdev->guest_features >> VIRTIO_NET_F_MTU & 1 ?
+		    n->host_mtu + (size_t)ETH_HLEN : SIZE_MAX;
 	n->rx_serving = vdev->queues[VNET_RXQ].ready;
 	n->tx_serving = vdev->queues[VNET_TXQ].ready;
 	/* What the driver queued before DRIVER_OK, and frames waiting, are served on the loop. */
@@ -543,6 +551,7 @@ struct vnet *vnet_create(struct machine *m, const struct vnet_cfg *cfg,
 	n->plug = plug;
 	n->loop = m->loop;
 	n->nd = nd;
+	n->host_mtu = cfg->host_mtu;
 	vnet_config_init(n, m, cfg);
 	if (vnet_device_init(n, m, cfg) < 0)
 		goto fail;
@@ -686,6 +695,12 @@ static int vnet_resolve(void *cfg, const struct object_set *objects, const char 
 	return c->backend ? 0 : -1;
 }
 
+/* A -netdev carries one NIC's frames, as QEMU's has one peer. */
+static const void *vnet_claims(const void *cfg)
+{
+	return ((const struct vnet_cfg *)cfg)->backend;
+}
+
 static int vnet_pci_resolve(void *cfg, const struct object_set *objects)
 {
 	return vnet_resolve(cfg, objects, vnet_pci_spec.what);
@@ -736,6 +751,7 @@ const struct device_family virtio_net_pci_family = {
 	.defaults = &vnet_defaults,
 	.check = vnet_pci_check,
 	.resolve = vnet_pci_resolve,
+	.claims = vnet_claims,
 	.pci_class = 0x020000,	/* network controller, Ethernet */
 	.create = vnet_family_create,
 	.destroy = vnet_family_destroy,
@@ -749,6 +765,7 @@ const struct device_family virtio_net_family = {
 	.defaults = &vnet_defaults,
 	.check = vnet_alias_check,
 	.resolve = vnet_alias_resolve,
+	.claims = vnet_claims,
 	.pci_class = 0x020000,
 	.create = vnet_family_create,
 	.destroy = vnet_family_destroy,

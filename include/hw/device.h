@@ -8,6 +8,7 @@
  * option parser, "-device help" and board creation read.  Nothing
  * registers itself: the table is the only list.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,11 @@ struct device_family {
 	 * -1 after one line.
 	 */
 	int (*resolve)(void *cfg, const struct object_set *objects);
+	/*
+	 * Optional: the -netdev its resolved cfg takes for itself alone (a
+	 * NIC's netdev=: QEMU gives a -netdev one peer); NULL when none.
+	 */
+	const void *(*claims)(const void *cfg);
 	/*
 	 * A virtio family's PCI class code: the one thing of its transport
 	 * its table says.  Whoever makes it (hw/devices.c, hw/block) builds
@@ -78,6 +84,8 @@ struct device_set *device_set_new(void);
  */
 int device_set_add(struct device_set *s, const struct device_family *f,
 		   const char *arg, const struct object_set *objects);
+/* Whether some member's claims() took cfg (an -object set member's config). */
+bool device_set_claimed(const struct device_set *s, const void *cfg);
 /* Creates every member on m; -1 after one line (destroy undoes it). */
 int device_set_create(struct device_set *s, struct machine *m);
 void device_set_free(struct device_set *s);

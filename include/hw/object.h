@@ -59,6 +59,8 @@ int object_set_add(struct object_set *s, const struct object_type *t, const char
  */
 const struct object_cfg *object_find(const struct object_set *s, const char *id,
 				     const char *const *types, const char *who);
+/* The i-th member's config, in command-line order; NULL past the last. */
+const struct object_cfg *object_set_get(const struct object_set *s, unsigned i);
 void object_set_free(struct object_set *s);
 
 #endif

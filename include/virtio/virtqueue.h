@@ -227,5 +227,11 @@ bool virtqueue_should_notify(struct virtqueue *vq);
 void virtqueue_set_notification(struct virtqueue *vq, bool enable);
 /* True if the driver has made buffers available that pop has not taken. */
 bool virtqueue_has_work(struct virtqueue *vq);
+/*
+ * The ring slots a popped chain holds until it is used: what the driver
+ * cannot post again meanwhile.  For the device's bookkeeping only; a
+ * hostile driver may make it read wrong, never out of bounds.
+ */
+unsigned int virtqueue_elem_slots(struct virtqueue *vq, const struct vq_elem *e);
 
 #endif

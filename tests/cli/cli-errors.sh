@@ -124,6 +124,16 @@ expect "-net nic: a second one (brisk joins one -net nic to one -net back end; u
 expect "-net nic: foo=1: brisk's -net nic takes model= and macaddr=$" "${K[@]}" -net nic,foo=1 -net user
 expect "-netdev: duplicate id 'n0'$" "${K[@]}" -netdev user,id=n0 -netdev user,id=n0
 expect "-object: duplicate id 'n0'$" "${K[@]}" -netdev user,id=n0 -object iothread,id=n0
+expect "-device virtio-net: -netdev n0 already has a NIC (a -netdev serves one)$" \
+	"${K[@]}" -netdev user,id=n0 -device virtio-net-pci,netdev=n0 -device virtio-net,netdev=n0
+expect "-device virtio-net-pci: netdev=n1: no -netdev with that id (of type user or stream)$" \
+	"${K[@]}" -netdev user,id=n0 -device virtio-net-pci,netdev=n1
+expect "-netdev user: dnssearch= holds a non-printable byte$" \
+	"${K[@]}" -netdev "user,id=n0,dnssearch=a$(printf '\001')b.example"
+expect "-netdev user: hostname=x*: longer than 255 bytes$" "${K[@]}" -net nic \
+	-net "user,hostname=${long:0:300},restrict=on"
+expect "-netdev needs a guest; with -export brisk runs none" -netdev user,id=n0 \
+	-drive file="$tmp/random",if=none,id=d0,format=raw -export vhost-user-blk,id=e0,drive=d0,addr.path="$tmp/s"
 expect "-machine: accel=kvm:: brisk has only kvm" "${K[@]}" -machine q35,accel=kvm:
 expect "-device pvpanic: unknown option 'x' (it has none)$" "${K[@]}" -device pvpanic,x=1
 # -object: the types devices name by id (hw/object.c), each type's
@@ -159,6 +169,8 @@ expect_ok "^  filename=<str>  *- .*(default: /dev/urandom)\$" -object rng-random
 expect_ok "^  user  *QEMU's user networking" -netdev help
 expect_ok "^  user  *QEMU's user networking" -nic help
 expect_ok "^  hostfwd=<str, repeatable>" -netdev user,help
+expect_ok "^  hostfwd=<str, repeatable>" -nic user,help
+expect_ok "^  hostfwd=<str, repeatable>" -net nic -net user,help
 expect_ok "^  path=<str>" -chardev socket,help
 expect_ok "^  base=<utc|localtime>" -rtc help
 expect_ok "^  size=<size>" -m help

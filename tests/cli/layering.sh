@@ -3,7 +3,8 @@
 #
 # layering.sh SRCDIR: the folders' contract (docs/architecture.md), read
 # from the #include lines: virtio/ knows rings, not PCI; block/ knows
-# files, not virtio; accel/ knows KVM and the machine, not devices; util/
+# files, not virtio; net/ knows frames and sockets, not virtio or the
+# board; accel/ knows KVM and the machine, not devices; util/
 # knows nothing above it; and a device knows no transport (only
 # whoever makes it picks one, through hw/virtio/virtio-plug.h).  Output
 # is TAP.
@@ -13,7 +14,7 @@ src=${1:?usage: layering.sh SRCDIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../lib/tap.sh"
 cd "$src" || exit 1
-for d in util block virtio accel hw include; do
+for d in util block net virtio accel hw include; do
 	[ -d "$d" ] || { echo "layering.sh: no $d/ in $src" >&2; exit 1; }
 done
 
@@ -48,6 +49,8 @@ layer() {
 layer "util/ includes only util/" '^util/' util include/util
 layer "block/ includes only block/ and util/ (files, not virtio)" \
 	'^(block|util)/|^block-int\.h$' block include/block
+layer "net/ includes only net/ and util/ (frames and sockets, not virtio)" \
+	'^(net|util)/' net include/net
 layer "virtio/ includes only virtio/ and util/ (rings, not PCI)" \
 	'^(virtio|util)/|^virtqueue-internal\.h$' virtio include/virtio
 layer "accel/ includes the machine but no device, bus or board" \
