@@ -356,6 +356,135 @@ def cli_seeds():
         '-export', 'type=vhost-user-blk,id=e1,node-name=d1,addr.type=unix,addr.path=s'))
 
 
+def net_seeds():
+    """fuzz-virtio-net: a driver's operations (see the target's header)."""
+    RX, TX, WILD, KICK, FRAME, TURN, RESET, CONFIG, SUPPRESS, REFUSE, SPURIOUS, FILL = range(12)
+
+    def hdr(dev, feat, rxs, txs):
+        return bytes([dev, feat, rxs, txs])
+
+    def rx(descs, indirect=False, kick=True):
+        """descs: (len, readable) pairs."""
+        out = bytes([RX, (len(descs) - 1) | indirect << 3 | kick << 4])
+        for length, readable in descs:
+            out += struct.pack('<BH', (length >> 16) | (6 if readable else 0), length & 0xffff)
+        return out
+
+    def fill(count, length):
+        return struct.pack('<BBBH', FILL, count - 1, length >> 16, length & 0xffff)
+
+    def tx(total, cuts=(), indirect=False, kick=True, writable=None):
+        shape = len(cuts) | indirect << 3 | kick << 4 | (writable is not None) << 5
+        out = struct.pack('<BBBH', TX, shape, total >> 16, total & 0xffff)
+        out += b''.join(struct.pack('<H', c) for c in cuts)
+        if writable is not None:
+            out += struct.pack('<H', writable)
+        return out
+
+    def frame(length):
+        v = length - 1
+        return struct.pack('<BBH', FRAME, v >> 16, v & 0xffff)
+
+    def wild(queue, what, where, addr, length, a, b):
+        return struct.pack('<BBBQIHH', WILD, queue | what << 1, where, addr, length, a, b)
+
+    turn = bytes([TURN])
+    all_feats = 2 | 4 | 8 | 16          # EVENT_IDX, INDIRECT, MRG_RXBUF, MAC...
+    traffic = (fill(16, 1526) + frame(60) + frame(1000) + frame(9000) +
+               tx(12 + 100, (5,)) + tx(12 + 1514, (12, 600, 1000), indirect=True) + turn +
+               fill(8, 2048) + frame(1514) + turn)
+    write('fuzz-virtio-net', 'mrg-split', hdr(2 | 4, all_feats, 5, 5) + traffic)
+    write('fuzz-virtio-net', 'mrg-packed', hdr(1 | 2 | 4, all_feats | 1, 32, 24) + traffic)
+    # One chain per frame: one too short (dropped), an indirect one.
+    one = (rx([(2048, False)]) + frame(1000) +
+           rx([(5, False), (7, False), (1500, False)], indirect=True) + frame(1400) +
+           rx([(100, False)]) + frame(3000) + turn + rx([(4096, False)]) + frame(60) + turn)
+    write('fuzz-virtio-net', 'one-split', hdr(2 | 4, 2 | 4 | 16, 4, 4) + one)
+    write('fuzz-virtio-net', 'one-packed', hdr(1 | 2 | 4, 1 | 2 | 4 | 16, 16, 16) + one)
+    # The largest frames over many buffers; one that never fits a full ring.
+    write('fuzz-virtio-net', 'jumbo', hdr(2, 2 | 8, 7, 3) + fill(64, 1526) + frame(70000) +
+          turn + frame(65549) + turn + fill(64, 1526) + turn)
+    write('fuzz-virtio-net', 'jumbo-no-fit', hdr(1, 1 | 8, 8, 8) + fill(8, 1526) +
+          frame(70000) + turn)
+    # Reset with buffers held and frames waiting, then on other features.
+    write('fuzz-virtio-net', 'reset', hdr(1 | 2 | 4, all_feats, 4, 4) + fill(4, 1000) +
+          frame(3000) + turn + tx(12 + 60) + bytes([RESET, 1 | 2 | 4 | 16, 8, 3]) +
+          rx([(4000, False)]) + turn + tx(12 + 1000, (3, 30)) + turn)
+    # Drops: short, too long, the largest allowed, refused by the back end.
+    write('fuzz-virtio-net', 'tx-drops', hdr(0, 2 | 16, 3, 5) + tx(12 + 13) +
+          tx(12 + 65550, (40000,)) + tx(12 + 65549, (1, 2, 3, 4, 5, 6, 60000)) +
+          bytes([REFUSE]) + tx(12 + 100) + bytes([REFUSE]) + tx(12) + tx(12 + 14) + turn)
+    write('fuzz-virtio-net', 'no-backend', hdr(16 | 4, 4 | 8, 3, 3) + tx(12 + 100) +
+          frame(100) + fill(2, 100) + turn)
+    # Rules broken: a readable receive buffer, one shorter than the
+    # header, a writable transmit one; then a reset and on again.
+    write('fuzz-virtio-net', 'bad-chains', hdr(2 | 4, all_feats, 3, 3) +
+          rx([(8, False)]) + frame(100) + turn + bytes([RESET, all_feats, 3, 3]) +
+          rx([(64, True), (2000, False)]) + frame(100) + turn +
+          bytes([RESET, all_feats, 3, 3]) + tx(12 + 50, writable=100) + turn)
+    # Raw descriptors and ring entries: outside RAM, looping, nested tables.
+    write('fuzz-virtio-net', 'wild-split', hdr(2 | 4, 2 | 4 | 8, 3, 3) +
+          wild(0, 0, 0, 0x4b000, 0x2000, 3, 0) + wild(0, 1, 0, 0, 0, 0, 0) + frame(1000) +
+          turn + bytes([RESET, 4 | 8, 3, 3]) +
+          wild(1, 0, 1, 0x34000, 64, 1, 1) + wild(1, 0, 2, 0x4000, 32, 4, 0) +
+          wild(1, 3, 0, 0x34000, 100, 0, 0) + wild(1, 1, 0, 0, 0, 1, 0) +
+          bytes([KICK, 1]) + turn)
+    write('fuzz-virtio-net', 'wild-packed', hdr(1 | 4, 1 | 4 | 8, 3, 3) +
+          wild(0, 1, 0, 0xff00000000000000, 100, 0, 2) + frame(100) + turn +
+          bytes([RESET, 1 | 4, 3, 3]) + wild(1, 1, 0, 0x4000, 48, 0, 4) +
+          wild(1, 3, 0, 0x4000, 16, 0, 4) + bytes([KICK, 1]) + turn)
+    # Notification suppression, config space, stray wakeups.
+    write('fuzz-virtio-net', 'misc', hdr(2, 2 | 8 | 16, 3, 3) +
+          struct.pack('<BBHH', SUPPRESS, 0, 1, 0) + struct.pack('<BBHH', SUPPRESS, 1, 0, 5) +
+          bytes([CONFIG, 0, 0, CONFIG, 6, 1, CONFIG, 8, 2, CONFIG, 0, 8, CONFIG, 3, 4,
+                 SPURIOUS, KICK, 2, KICK, 0]) +
+          fill(4, 1526) + frame(200) + turn + tx(12 + 60) + turn)
+
+
+def netdev_opts_seeds():
+    """fuzz-netdev-opts: mode byte 0 a -netdev user string, 1 an argv."""
+    def user(name, arg):
+        write('fuzz-netdev-opts', 'user-' + name, b'\0' + arg.encode())
+
+    def argv(name, *a):
+        write('fuzz-netdev-opts', 'argv-' + name, b'\1' + b'\0'.join(x.encode() for x in a))
+
+    user('minimal', 'id=n0')
+    user('full', 'id=n1,net=192.168.76.0/24,host=192.168.76.2,dns=192.168.76.3,'
+         'dhcpstart=192.168.76.9,hostname=guest,domainname=example.com,dnssearch=a.example,'
+         'dnssearch=b.example.,restrict=on,hostfwd=tcp::2222-:22,'
+         'hostfwd=udp:127.0.0.1:5353-192.168.76.9:53,ipv6-net=fd00:1::/48,'
+         'ipv6-host=fd00:1::2,ipv6-dns=fd00:1::3')
+    user('ipv6-only', 'id=n2,ipv4=off,ipv6-net=fd00::,ipv6-dns=2001:db8::53')
+    user('ipv4-only', 'id=n3,ipv6=off,net=10.0.0.0/255.0.0.0,tftp=/,bootfile=pxelinux.0,'
+         'tftp-server-name=tftp.example,host=10.2')
+    user('class-net', 'id=n4,net=172.16.0.0,dns=8.8.8.8,hostfwd=:0.0.0.0:0x16-172.16.0.20:026')
+    user('bad-mask', 'id=n5,net=10.0.2.0/33')
+    user('host-outside', 'id=n6,host=10.0.3.2')
+    user('bad-fwd', 'id=n7,hostfwd=sctp::1-:2')
+    user('bad-search', 'id=n8,dnssearch=a..b')
+    user('no-ip', 'id=n9,ipv4=off,ipv6=off')
+    user('help', 'help')
+    argv('netdev-device', '-netdev', 'user,id=n0', '-device',
+         'virtio-net-pci,netdev=n0,mac=52:54:00:12:34:57,host_mtu=1500,packed=on,'
+         'rx_queue_size=1024,tx_queue_size=512')
+    argv('nic', '-nic', 'user,model=virtio-net-pci,mac=02:00:00:00:00:01,hostfwd=tcp::2222-:22',
+         '-nic', 'user,net=10.1.0.0/16')
+    argv('net-pair', '-net', 'nic,model=virtio,macaddr=52:54:00:00:00:02', '-net',
+         'user,restrict=on')
+    argv('net-user-alone', '-net', 'user')
+    argv('net-nic-alone', '-net', 'nic')
+    argv('nic-e1000', '-nic', 'user,model=e1000')
+    argv('missing-netdev', '-device', 'virtio-net,netdev=missing')
+    argv('duplicate-id', '-netdev', 'user,id=a', '-netdev', 'type=user,id=a')
+    argv('wrong-type', '-object', 'rng-builtin,id=r0', '-device', 'virtio-net-pci,netdev=r0')
+    argv('multicast-mac', '-netdev', 'user,id=n', '-device', 'virtio-net-pci,netdev=n,'
+         'mac=01:00:5e:00:00:01')
+    argv('two-net-nic', '-net', 'nic', '-net', 'nic', '-net', 'user')
+    argv('netdev-stream', '-netdev', 'stream,id=s0,addr.type=unix,addr.path=/nonexistent/s,'
+         'server=off,reconnect=5', '-device', 'virtio-net-pci,netdev=s0')
+
+
 def dtb_seeds():
     # dtc writes the blobs: a tree with /chosen and one without.
     trees = {
@@ -377,6 +506,8 @@ def main():
     pci_seeds()
     bz_seeds()
     cli_seeds()
+    net_seeds()
+    netdev_opts_seeds()
     dtb_seeds()
     return 0
 

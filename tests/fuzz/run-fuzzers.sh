@@ -28,7 +28,8 @@ seconds=${BRISK_FUZZ_SECONDS:-$seconds}
 case $seconds in ''|*[!0-9]*) echo "run-fuzzers.sh: bad seconds '$seconds'" >&2; exit 2 ;; esac
 [ ${#targets[@]} -gt 0 ] ||
 	targets=(fuzz-split-pop fuzz-packed-pop fuzz-virtio-blk fuzz-virtio-pci
-		 fuzz-vhost-user fuzz-bzimage fuzz-cli fuzz-arm-image fuzz-arm-dtb)
+		 fuzz-vhost-user fuzz-bzimage fuzz-cli fuzz-virtio-net fuzz-netdev-opts
+		 fuzz-arm-image fuzz-arm-dtb)
 
 # How long past its time a target may run before it counts as hung.
 hang_s=300
