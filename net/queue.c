@@ -11,6 +11,7 @@
 
 #include "net/net.h"
 #include "net/queue.h"
+#include "util/log.h"
 
 static size_t min_size(size_t a, size_t b)
 {
@@ -33,6 +34,29 @@ void fq_init(struct frame_queue *q)
 	q->tail = &q->head;
 	q->n = 0;
 	q->bytes = 0;
+	q->closed = false;
+}
+
+/* Whether q takes a frame of len bytes; under q->lock. */
+static bool room(const struct frame_queue *q, size_t len)
+{
+	return !q->closed && q->n < QUEUE_FRAMES && q->bytes + len <= QUEUE_BYTES;
+}
+
+/*
+ * Whether q would take a frame of len bytes now: looked at before the
+ * frame is allocated and copied.  Only the one thread that adds to q
+ * calls it, so the answer can turn from yes to no only by a close, which
+ * fq_push sees.
+ */
+static bool has_room(struct frame_queue *q, size_t len)
+{
+	bool ok;
+
+	pthread_mutex_lock(&q->lock);
+	ok = room(q, len);
+	pthread_mutex_unlock(&q->lock);
+	return ok;
 }
 
 bool fq_push(struct frame_queue *q, struct frame *f, bool *was_empty)
@@ -40,7 +64,7 @@ bool fq_push(struct frame_queue *q, struct frame *f, bool *was_empty)
 	bool ok;
 
 	pthread_mutex_lock(&q->lock);
-	ok = q->n < QUEUE_FRAMES && q->bytes + f->len <= QUEUE_BYTES;
+	ok = room(q, f->len);
 	*was_empty = !q->head;
 	if (ok) {
 		f->next = NULL;
@@ -82,6 +106,34 @@ unsigned fq_clear(struct frame_queue *q)
 	return n;
 }
 
+unsigned fq_close(struct frame_queue *q)
+{
+	struct frame *f, *next;
+	unsigned n;
+
+	pthread_mutex_lock(&q->lock);
+	q->closed = true;
+	f = q->head;
+	n = q->n;
+	q->head = NULL;
+	q->tail = &q->head;
+	q->n = 0;
+	q->bytes = 0;
+	pthread_mutex_unlock(&q->lock);
+	for (; f; f = next) {
+		next = f->next;
+		free(f);
+	}
+	return n;
+}
+
+void fq_open(struct frame_queue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	q->closed = false;
+	pthread_mutex_unlock(&q->lock);
+}
+
 void fq_destroy(struct frame_queue *q)
 {
 	fq_clear(q);
@@ -95,7 +147,7 @@ bool fq_send(struct frame_queue *q, int wake_fd, const struct iovec *iov, unsign
 	size_t off = 0;
 	bool was_empty;
 
-	if (len < 14 || len > FRAME_MAX || !(f = frame_new(len)))
+	if (len < 14 || len > FRAME_MAX || !has_room(q, len) || !(f = frame_new(len)))
 		return false;
 	for (unsigned i = 0; i < n && off < len; i++) {
 		size_t k = min_size(iov[i].iov_len, len - off);
@@ -140,7 +192,7 @@ void fq_take(struct frame_queue *q, const struct iovec *iov, unsigned n)
 
 bool fq_deliver(struct frame_queue *rx, struct netdev *nd, const void *buf, size_t len)
 {
-	struct frame *f = frame_new(len);
+	struct frame *f = has_room(rx, len) ? frame_new(len) : NULL;
 	bool was_empty;
 
 	if (f)
@@ -159,17 +211,23 @@ void eventfd_kick(int fd)
 {
 	uint64_t one = 1;
 
-	/* EAGAIN: the counter is full, so the reader wakes anyway. */
-	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	/* EAGAIN: the counter is full, so the reader wakes anyway.  Nothing
+	 * else can fail an eventfd write of 1 but a bug (the fd closed). */
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+		error_report("writing eventfd %d: %s", fd, strerror(errno));
 		abort();
+	}
 }
 
 void eventfd_clear(int fd)
 {
 	uint64_t n;
 
-	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+	/* EAGAIN: nothing to clear.  Anything else is a bug, as above. */
+	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
+		error_report("reading eventfd %d: %s", fd, strerror(errno));
 		abort();
+	}
 }
 
 int net_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name)

@@ -580,6 +580,7 @@ struct user {
 	bool stop;		/* free() to the thread */
 	bool fed;		/* frames went into slirp this round */
 	bool guest_error_said;
+	bool timer_failed;	/* timer_add ran out of memory (said once) */
 	int wake_fd;		/* send() to the thread: tx has frames */
 	struct frame_queue rx, tx;
 	struct user_timer *timers;
@@ -648,14 +649,23 @@ static int64_t cb_clock_get_ns(void *opaque)
 	return clock_ns();
 }
 
+/*
+ * NULL when out of memory, after one line: slirp only hands the timer
+ * back to cb_timer_mod and cb_timer_free, which pass over a NULL one, so
+ * that timer never fires.  libslirp 4.7 makes its one timer (IPv6's
+ * router advertisements) inside slirp_new(), and user_slirp() then
+ * gives up on the back end; one made later is only lost.
+ */
 static struct user_timer *timer_add(struct user *u, SlirpTimerCb cb, SlirpTimerId id,
 				    void *cb_opaque)
 {
 	struct user_timer *t = malloc(sizeof(*t));
 
-	/* slirp cannot hear of a failure here; glib aborts it on none too. */
-	if (!t)
-		abort();
+	if (!t) {
+		error_report_once(&u->timer_failed, "-netdev user,id=%s: out of memory "
+				  "for a libslirp timer (said once)", u->id);
+		return NULL;
+	}
 	*t = (struct user_timer){ u->timers, -1, false, cb, id, cb_opaque };
 	u->timers = t;
 	return t;
@@ -689,7 +699,8 @@ static void cb_timer_mod(void *timer, int64_t expire_ms, void *opaque)
 	struct user_timer *t = timer;
 
 	(void)opaque;
-	t->expire_ms = expire_ms < 0 ? 0 : expire_ms;
+	if (t)		/* NULL: timer_add's, out of memory */
+		t->expire_ms = expire_ms < 0 ? 0 : expire_ms;
 }
 
 /* The poll set is built anew each round from slirp_pollfds_fill: nothing to keep. */
@@ -903,7 +914,8 @@ static int user_slirp(struct user *u, const struct netdev_user_cfg *c,
 	if (!u->slirp)
 		error_report("-netdev user,id=%s: libslirp refused the configuration",
 			     c->head.id);
-	return u->slirp ? 0 : -1;
+	/* timer_add said it: a back end without its timers is none. */
+	return u->slirp && !u->timer_failed ? 0 : -1;
 }
 
 static int add_fwds(struct user *u, const struct netdev_user_cfg *c,

@@ -17,6 +17,19 @@
  * so the connection is closed.  A server then waits for its next peer; a
  * client connects again every reconnect= seconds, or without reconnect=
  * leaves the link down for good (send() refuses, and the NIC counts).
+ *
+ * The guest's frames go to the connection that was up when send() queued
+ * them, or nowhere: as QEMU drops frames while its peer is gone, a frame
+ * still queued when the connection ends is dropped and counted
+ * (tx_dropped), never kept for the next peer.  The transmit queue is open
+ * only while a peer is connected, and closing it frees what it holds
+ * under the same lock send() queues under, so a frame queued at the very
+ * moment the connection drops is either among those dropped or refused.
+ *
+ * A server whose accept() fails for want of something (EMFILE, ENFILE,
+ * ENOBUFS, ENOMEM: the peer stays in the backlog, so the socket stays
+ * readable) says so once and leaves the listening socket alone for a
+ * second before it tries again, rather than spinning on it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -171,6 +184,8 @@ int netdev_stream_check(void *cfg)
 
 /* The peer's bytes: room for a whole frame after the last one's tail. */
 #define IN_BUF (128u << 10)
+/* A server's pause after accept() failed but for a peer already gone. */
+#define ACCEPT_BACKOFF_MS 1000
 _Static_assert(IN_BUF > 4 + FRAME_MAX, "a frame's tail leaves room to read");
 
 struct stream {
@@ -179,7 +194,6 @@ struct stream {
 	pthread_t thread;
 	bool started;
 	bool stop;		/* free() to the thread */
-	bool up;		/* a peer is connected: send() takes frames */
 	int wake_fd;		/* send() and free() to the thread */
 	int listen_fd;		/* server=on: the peers' way in; -1 otherwise */
 	int sock;		/* the peer's connection; -1: none */
@@ -188,11 +202,15 @@ struct stream {
 	struct sockaddr_un sun;
 	socklen_t sun_len;
 	unsigned reconnect_ms;	/* 0: never */
+	/* a client's next connect; a server's next accept() while backing off */
 	int64_t next_try_ms;
+	bool backing_off;	/* server: accept() failed, listen_fd not polled */
+	bool said_accept;
 	/* server=on: the socket file bound, removed at free() if still ours */
 	bool bound;
 	dev_t dev;
 	ino_t ino;
+	/* tx is open while a peer is connected: send() refuses otherwise */
 	struct frame_queue rx, tx;
 	uint8_t *in;		/* the peer's bytes short of a whole frame */
 	size_t in_len;
@@ -223,13 +241,11 @@ static void put_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-/* The NIC's thread: no peer, no queueing, so the NIC counts the drop. */
+/* The NIC's thread: no peer, tx closed, so the NIC counts the drop. */
 static bool stream_send(struct netdev *nd, const struct iovec *iov, unsigned n, size_t len)
 {
 	struct stream *s = container_of(nd, struct stream, nd);
 
-	if (!__atomic_load_n(&s->up, __ATOMIC_ACQUIRE))
-		return false;
 	return fq_send(&s->tx, s->wake_fd, iov, n, len);
 }
 
@@ -258,12 +274,13 @@ static void peer_set(struct stream *s, int fd)
 {
 	s->sock = fd;
 	s->in_len = 0;
-	__atomic_store_n(&s->up, true, __ATOMIC_RELEASE);
+	fq_open(&s->tx);
 }
 
 /*
  * Closes the connection.  The frames the guest sent that are still
- * queued had nowhere to go: dropped, and counted.  A server goes back to
+ * queued had nowhere to go: dropped, and counted, and send() refuses
+ * from the same moment (fq_close).  A server goes back to
  * its listening socket; a client says so, once per loss, since its link
  * may now stay down.
  */
@@ -271,8 +288,7 @@ static void peer_lost(struct stream *s, const char *why)
 {
 	uint64_t dropped;
 
-	__atomic_store_n(&s->up, false, __ATOMIC_RELEASE);
-	dropped = fq_clear(&s->tx) + (s->out ? 1 : 0);
+	dropped = fq_close(&s->tx) + (s->out ? 1 : 0);
 	__atomic_fetch_add(&s->nd.tx_dropped, dropped, __ATOMIC_RELAXED);
 	free(s->out);
 	s->out = NULL;
@@ -417,32 +433,61 @@ static void reconnect(struct stream *s)
 	peer_set(s, fd);
 }
 
-static void accept_peer(struct stream *s)
+/*
+ * What accept() says of one peer, already gone (accept(2): an inherited
+ * TCP socket passes the connection's own network errors on): the next
+ * is poll()'s to tell of.
+ */
+static bool peer_gone(int err)
 {
-	int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-	/* A peer gone before we took it, or no memory now: the next one. */
-	if (fd >= 0)
-		peer_set(s, fd);
+	switch (err) {
+	case EAGAIN: case EINTR: case ECONNABORTED: case EPROTO: case ENETDOWN:
+	case ENOPROTOOPT: case EHOSTDOWN: case ENONET: case EHOSTUNREACH:
+	case EOPNOTSUPP: case ENETUNREACH:
+		return true;
+	}
+	return false;
 }
 
-/* How long poll() may wait: until a client's next try, if it has one. */
+/* revents: the listening socket's, this round. */
+static void accept_peer(struct stream *s, short revents)
+{
+	int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int err = errno;
+
+	if (fd >= 0) {
+		peer_set(s, fd);
+		return;
+	}
+	if (revents & POLLIN && peer_gone(err))
+		return;
+	/* The rest (EMFILE...) leave the socket readable, the peer waiting in
+	 * the backlog: polled now, it would spin.  Said once, as it may last. */
+	error_report_once(&s->said_accept, "-netdev stream,id=%s: cannot accept a peer: "
+			  "%s; trying again every %u s (said once)", s->id, strerror(err),
+			  ACCEPT_BACKOFF_MS / 1000);
+	s->backing_off = true;
+	s->next_try_ms = now_ms() + ACCEPT_BACKOFF_MS;
+}
+
+/* How long poll() may wait: until a client's next try, or a server's. */
 static int poll_timeout(const struct stream *s)
 {
 	int64_t left;
 
-	if (s->sock >= 0 || !s->client || !s->reconnect_ms)
+	if (s->sock >= 0 || (s->client ? !s->reconnect_ms : !s->backing_off))
 		return -1;
 	left = s->next_try_ms - now_ms();
 	return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
-/* The connection if there is one, else the way to the next one. */
+/* The connection if there is one, else the way to the next one (poll()
+ * passes over an fd of -1: a client's, or a server's backing off). */
 static struct pollfd peer_pollfd(const struct stream *s)
 {
 	if (s->sock >= 0)
 		return (struct pollfd){ s->sock, (short)(POLLIN | (s->out ? POLLOUT : 0)), 0 };
-	return (struct pollfd){ s->listen_fd, POLLIN, 0 };
+	return (struct pollfd){ s->backing_off ? -1 : s->listen_fd, POLLIN, 0 };
 }
 
 static void stream_round(struct stream *s)
@@ -456,10 +501,12 @@ static void stream_round(struct stream *s)
 		eventfd_clear(s->wake_fd);
 	if (s->sock >= 0 && pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
 		receive(s);
-	else if (s->sock < 0 && s->listen_fd >= 0 && pfd[1].revents & POLLIN)
-		accept_peer(s);
-	else if (s->sock < 0 && timeout >= 0 && now_ms() >= s->next_try_ms)
+	else if (s->sock < 0 && s->listen_fd >= 0 && pfd[1].revents)
+		accept_peer(s, pfd[1].revents);
+	else if (s->sock < 0 && timeout >= 0 && now_ms() >= s->next_try_ms && s->client)
 		reconnect(s);
+	else if (s->sock < 0 && timeout >= 0 && now_ms() >= s->next_try_ms)
+		s->backing_off = false;		/* polled again from the next round */
 	if (s->sock >= 0)
 		flush(s);
 }
@@ -490,6 +537,7 @@ static struct stream *stream_alloc(const struct netdev_stream_cfg *c)
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	fq_init(&s->rx);
 	fq_init(&s->tx);
+	fq_close(&s->tx);	/* until a peer is connected */
 	s->in = malloc(IN_BUF);
 	s->id = strdup(c->head.id);
 	s->nd.id = s->id;

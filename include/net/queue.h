@@ -7,7 +7,12 @@
  * net/stream.c): the two bounded frame queues between that thread and the
  * NIC's, the eventfd kicks that say a queue has frames, and the way the
  * thread starts.  Each queue has its own lock and is held only to link or
- * unlink a frame, so neither thread ever waits on the other's work.
+ * unlink a frame, so neither thread ever waits on the other's work.  One
+ * thread only ever adds to a queue (the NIC's to tx, the back end's to
+ * rx), so a queue that has room for a frame still has it once that
+ * thread has copied the frame (unless it was closed meanwhile, which the
+ * push sees): room is looked at before the copy, and a flood the queue
+ * refuses costs no allocation and no copy.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -37,25 +42,40 @@ struct frame_queue {
 	struct frame *head, **tail;
 	unsigned n;
 	size_t bytes;
+	bool closed;		/* fq_close'd: takes no frame until fq_open */
 };
 
 /* A frame of len bytes, its data not filled in; NULL when out of memory. */
 struct frame *frame_new(size_t len);
 
+/* An empty queue, open. */
 void fq_init(struct frame_queue *q);
-/* Queues f; false (f not taken) when over the bound.  *was_empty: it was. */
+/*
+ * Queues f; false (f not taken) when over the bound or closed.
+ * *was_empty: it was.
+ */
 bool fq_push(struct frame_queue *q, struct frame *f, bool *was_empty);
 /* The oldest frame, unlinked (the caller frees it); NULL when none. */
 struct frame *fq_pop(struct frame_queue *q);
 /* Frees every frame queued; how many there were. */
 unsigned fq_clear(struct frame_queue *q);
+/*
+ * Closes q and frees what it holds, under one hold of its lock, so a
+ * frame another thread adds at the same moment is either among those
+ * freed (counted in the return) or refused: none waits in q for
+ * fq_open.  How many were freed.
+ */
+unsigned fq_close(struct frame_queue *q);
+/* Opens q again: it takes frames from now on. */
+void fq_open(struct frame_queue *q);
 void fq_destroy(struct frame_queue *q);
 
 /*
  * The NIC's side, as struct netdev_ops has it.  fq_send copies len bytes
  * of iov into q and kicks wake_fd when q was empty (the back end's thread
  * empties q after each wake, so one kick per batch is enough); false when
- * len is no Ethernet frame's, memory ran out or q is full.
+ * len is no Ethernet frame's, q is full or closed (both seen before any
+ * allocation or copy), or memory ran out.
  */
 bool fq_send(struct frame_queue *q, int wake_fd, const struct iovec *iov, unsigned n,
 	     size_t len);
@@ -66,14 +86,18 @@ void fq_take(struct frame_queue *q, const struct iovec *iov, unsigned n);
 
 /*
  * The back end's side: a copy of len bytes at buf queued on rx for the
- * guest, and nd->rx_fd kicked; a frame rx has no room for is dropped and
- * counted in nd->rx_dropped (false).
+ * guest, and nd->rx_fd kicked; a frame rx has no room for (seen before
+ * the copy, as fq_send's) is dropped and counted in nd->rx_dropped (false).
  */
 bool fq_deliver(struct frame_queue *rx, struct netdev *nd, const void *buf, size_t len);
 
-/* Makes an eventfd readable; a full counter already is. */
+/*
+ * Makes an eventfd readable; a full counter already is.  Any other
+ * failure is a bug (a closed or wrong fd): one line, then abort().
+ */
 void eventfd_kick(int fd);
-/* Reads an eventfd's count away, so poll() waits for the next kick. */
+/* Reads an eventfd's count away, so poll() waits for the next kick; a
+ * failure but EAGAIN is a bug, as eventfd_kick's. */
 void eventfd_clear(int fd);
 
 /*

@@ -5,13 +5,13 @@
  * passt's framing: a 4-byte big-endian length, then the frame.  Nothing
  * waits on time: a case waits on a socket, rx_fd or a counter, bounded by
  * WAIT_MS only to turn a hang into a failure.  reconnect=1 takes its
- * second, which no check measures.
+ * second, and a failed accept() its pause, which no check measures.
  *
  * With --passt PATH ADDR GATEWAY (tests/net/passt.sh, inside a network
  * namespace of its own) the peer is passt itself, listening at PATH: a
  * DHCP DISCOVER gets an OFFER of ADDR, an ARP request for GATEWAY a
- * reply.  Frames are built here byte for byte from RFC 826, 791, 768 and
- * 2131/2132.
+ * reply.  Those frames are built and read byte for byte from RFC 826,
+ * 791, 768 and 2131/2132 (tests/lib/net-frames.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -35,10 +36,9 @@
 
 #include "capture.h"
 #include "check.h"
+#include "net-frames.h"
 
 #define WAIT_MS 20000
-/* An Ethernet header and the largest IP datagram: QEMU's and passt's bound. */
-#define FRAME_MAX (14 + 65535)
 /* net/queue.h's bounds, from the docs: 1024 frames or 4 MiB each way. */
 #define QUEUE_FRAMES 1024
 #define QUEUE_BYTES (4u << 20)
@@ -47,29 +47,7 @@ static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 static const uint8_t peer_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x01 };
 static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
-/* ---- bytes and time ---- */
-
-static void put16(uint8_t *p, unsigned v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, v & 0xffff);
-}
-
-static unsigned get16(const uint8_t *p)
-{
-	return (unsigned)p[0] << 8 | p[1];
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) << 16 | get16(p + 2);
-}
+/* ---- time ---- */
 
 static int64_t now_ms(void)
 {
@@ -716,6 +694,53 @@ static void test_no_peer(const char *dir)
 	backend_free(&b);
 }
 
+/*
+ * server=on, accept() failing with EMFILE (the peer connected, the
+ * process out of descriptors, so the listening socket stays readable):
+ * one line, and the back end leaves the socket alone for a second rather
+ * than spin on it; once descriptors are free again the waiting peer is
+ * taken.  The line is waited for, since the thread says it; the peer's
+ * frame then arrives after the pause, bounded as every wait.
+ */
+static bool accept_fails(struct netdev *nd, const char *p)
+{
+	struct sockaddr_un sun;
+	socklen_t len = unix_addr(&sun, p, false);
+	struct rlimit old, low;
+	int fd = peer_socket(), probe = dup(2), lines;
+	char line[512];
+	bool said;
+
+	REQUIRE(fd >= 0 && probe >= 0 && !getrlimit(RLIMIT_NOFILE, &old));
+	close(probe);
+	capture_begin();
+	/* The lowest free descriptor is probe's: none is left to accept() with. */
+	low = (struct rlimit){ (rlim_t)probe, old.rlim_max };
+	CHECK(!setrlimit(RLIMIT_NOFILE, &low));
+	CHECK(!connect(fd, (struct sockaddr *)&sun, len));
+	said = capture_wait_for("cannot accept a peer: Too many open files; trying again "
+				"every 1 s (said once)", WAIT_MS / 1000);
+	CHECK(!setrlimit(RLIMIT_NOFILE, &old));
+	lines = capture_end(line, sizeof(line));
+	CHECK(said);
+	CHECK_EQ(lines, 1);
+	CHECK(strstr(line, "-netdev stream,id=e0: cannot accept a peer"));
+	CHECK(to_nic(nd, fd, 60, 1) && to_peer(nd, fd, 60, 2));
+	close(fd);
+	return true;
+}
+
+static void test_accept_fails(const char *dir)
+{
+	char p[128];
+	struct backend b = backend_new("id=e0,server=on,addr.type=unix,addr.path=%s",
+				       sock_path(dir, "e.sock", p, sizeof(p)));
+
+	if (b.nd)
+		accept_fails(b.nd, p);
+	backend_free(&b);
+}
+
 /* ---- 5: the queues ---- */
 
 /* Frames seq 0... of len bytes until send() refuses (or max): how many it took. */
@@ -1067,129 +1092,6 @@ static void test_help(void)
 
 /* ---- passt (tests/net/passt.sh) ---- */
 
-enum { ETH = 14, IPH = 20, UDPH = 8, ARPL = 28, DHCP_LEN = 548 };
-#define COOKIE 0x63825363
-
-/* RFC 1071's sum, folded and complemented. */
-static unsigned ip_csum(const uint8_t *p, size_t n)
-{
-	uint32_t s = 0;
-
-	for (; n > 1; p += 2, n -= 2)
-		s += get16(p);
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return ~s & 0xffff;
-}
-
-static void put_eth(uint8_t *f, const uint8_t *dst, unsigned type)
-{
-	memcpy(f, dst, 6);
-	memcpy(f + 6, guest_mac, 6);
-	put16(f + 12, type);
-}
-
-/* RFC 2131's DISCOVER, broadcast from 0.0.0.0:68 (UDP checksum 0: none). */
-static size_t dhcp_discover(uint8_t *f, uint32_t xid)
-{
-	uint8_t *ip = f + ETH, *u = ip + IPH, *b = u + UDPH, *o = b + 240;
-
-	memset(f, 0, ETH + IPH + UDPH + DHCP_LEN);
-	put_eth(f, bcast, 0x0800);
-	ip[0] = 0x45;
-	put16(ip + 2, IPH + UDPH + DHCP_LEN);
-	ip[8] = 64;
-	ip[9] = 17;
-	put32(ip + 16, 0xffffffff);
-	put16(ip + 10, ip_csum(ip, IPH));
-	put16(u, 68);
-	put16(u + 2, 67);
-	put16(u + 4, UDPH + DHCP_LEN);
-	b[0] = 1;				/* BOOTREQUEST, Ethernet, 6-byte MACs */
-	b[1] = 1;
-	b[2] = 6;
-	put32(b + 4, xid);
-	memcpy(b + 28, guest_mac, 6);
-	put32(b + 236, COOKIE);
-	*o++ = 53, *o++ = 1, *o++ = 1;		/* DISCOVER */
-	*o++ = 55, *o++ = 2, *o++ = 1, *o++ = 3;	/* mask, router */
-	*o = 255;
-	return ETH + IPH + UDPH + DHCP_LEN;
-}
-
-struct offer {
-	uint32_t xid, yiaddr, router, mask;
-	unsigned type;
-};
-
-static void offer_option(struct offer *d, unsigned code, const uint8_t *v, unsigned len)
-{
-	if (code == 53 && len == 1)
-		d->type = v[0];
-	if (code == 3 && len >= 4)
-		d->router = get32(v);
-	if (code == 1 && len == 4)
-		d->mask = get32(v);
-}
-
-/* A BOOTREPLY to d->xid, from port 67 to 68, its options read into d. */
-static bool parse_offer(const uint8_t *f, size_t len, struct offer *d)
-{
-	const uint8_t *ip = f + ETH, *u, *b;
-	size_t ihl;
-
-	if (len < ETH + IPH || get16(f + 12) != 0x0800 || ip[9] != 17)
-		return false;
-	ihl = (ip[0] & 15) * 4u;
-	u = ip + ihl;
-	b = u + UDPH;
-	if (len < ETH + ihl + UDPH + 240 || get16(u) != 67 || get16(u + 2) != 68 ||
-	    b[0] != 2 || get32(b + 4) != d->xid || get32(b + 236) != COOKIE)
-		return false;
-	CHECK_EQ(ip_csum(ip, ihl), 0);
-	CHECK(!memcmp(b + 28, guest_mac, 6));
-	d->yiaddr = get32(b + 16);
-	for (const uint8_t *o = b + 240, *end = f + len; o < end && *o != 255;) {
-		if (!*o) {
-			o++;
-			continue;
-		}
-		if (o + 2 > end || o + 2 + o[1] > end)
-			return false;
-		offer_option(d, o[0], o + 2, o[1]);
-		o += 2 + o[1];
-	}
-	return d->type == 2;
-}
-
-/* RFC 826: who has tpa? tell spa (the guest). */
-static size_t arp_request(uint8_t *f, uint32_t spa, uint32_t tpa)
-{
-	uint8_t *a = f + ETH;
-
-	memset(f, 0, ETH + ARPL);
-	put_eth(f, bcast, 0x0806);
-	put16(a, 1);
-	put16(a + 2, 0x0800);
-	a[4] = 6;
-	a[5] = 4;
-	put16(a + 6, 1);
-	memcpy(a + 8, guest_mac, 6);
-	put32(a + 14, spa);
-	put32(a + 24, tpa);
-	return ETH + ARPL;
-}
-
-/* tpa's reply to the guest at spa, to its MAC in both layers. */
-static bool is_arp_reply(const uint8_t *f, size_t len, uint32_t spa, uint32_t tpa)
-{
-	const uint8_t *a = f + ETH;
-
-	return len >= ETH + ARPL && get16(f + 12) == 0x0806 && get16(a + 6) == 2 &&
-	       get32(a + 14) == tpa && get32(a + 24) == spa && !memcmp(a + 18, guest_mac, 6) &&
-	       !memcmp(f, guest_mac, 6);
-}
-
 static uint32_t ip4(const char *s)
 {
 	unsigned a, b, c, d;
@@ -1201,13 +1103,15 @@ static uint32_t ip4(const char *s)
 /* DISCOVER gets an OFFER of the namespace's address, with its gateway and mask. */
 static bool passt_dhcp(struct netdev *nd, uint32_t addr, uint32_t gw)
 {
+	const uint32_t xid = 0x5a17b00f;
 	uint8_t f[FRAME_MAX];
-	struct offer d = { .xid = 0x5a17b00f };
+	struct dhcp d = { 0 };
 	int64_t until = deadline();
 	size_t len;
 
-	REQUIRE(nic_send(nd, f, dhcp_discover(f, d.xid)));
-	while ((len = nic_recv(nd, f, until)) && !parse_offer(f, len, &d))
+	REQUIRE(nic_send(nd, f, dhcp_frame(f, guest_mac, DHCP_DISCOVER, xid, 0, 0)));
+	while ((len = nic_recv(nd, f, until)) &&
+	       !(parse_dhcp(f, len, guest_mac, xid, &d) && d.type == DHCP_OFFER))
 		;
 	REQUIRE(len);
 	CHECK_EQ(d.yiaddr, addr);
@@ -1216,15 +1120,25 @@ static bool passt_dhcp(struct netdev *nd, uint32_t addr, uint32_t gw)
 	return true;
 }
 
+/* gw's reply to the guest at addr, to its MAC in both layers. */
+static bool is_gw_reply(const uint8_t *f, size_t len, uint32_t addr, uint32_t gw)
+{
+	struct arp a;
+
+	return parse_arp(f, len, &a) && a.op == 2 && a.spa == gw && a.tpa == addr &&
+	       !memcmp(a.tha, guest_mac, 6) && !memcmp(f, guest_mac, 6);
+}
+
 /* Who has the gateway?  passt answers for it. */
 static bool passt_arp(struct netdev *nd, uint32_t addr, uint32_t gw)
 {
+	static const uint8_t zero_mac[6];
 	uint8_t f[FRAME_MAX];
 	int64_t until = deadline();
 	size_t len;
 
-	REQUIRE(nic_send(nd, f, arp_request(f, addr, gw)));
-	while ((len = nic_recv(nd, f, until)) && !is_arp_reply(f, len, addr, gw))
+	REQUIRE(nic_send(nd, f, arp_frame(f, 1, bcast, guest_mac, addr, zero_mac, gw)));
+	while ((len = nic_recv(nd, f, until)) && !is_gw_reply(f, len, addr, gw))
 		;
 	CHECK(len);
 	return true;
@@ -1282,6 +1196,7 @@ int main(int argc, char **argv)
 	RUN(test_one_peer(dir));
 	RUN(test_reconnect(dir));
 	RUN(test_no_peer(dir));
+	RUN(test_accept_fails(dir));
 	RUN(test_tx_bound(dir));
 	RUN(test_rx_bound(dir));
 	RUN(test_lost_with_queue(dir));
