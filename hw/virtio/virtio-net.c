@@ -298,29 +298,34 @@ static void vnet_rx_locked(struct vnet *n)
 		vnet_rekick(n, VNET_RXQ);
 }
 
+/*
+ * An fd of the loop's fired: clear it (a read that finds it already
+ * clear is fine), then serve under the device lock.
+ */
+static void vnet_serve(struct vnet *n, int fd, void (*locked)(struct vnet *n))
+{
+	eventfd_t cnt;
+
+	if (eventfd_read(fd, &cnt) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&n->vdev.lock);
+	locked(n);
+	pthread_mutex_unlock(&n->vdev.lock);
+}
+
 static void vnet_rx_kick(void *opaque)
 {
 	struct vnet *n = opaque;
-	eventfd_t cnt;
 
-	if (eventfd_read(n->vdev.queues[VNET_RXQ].kick_fd, &cnt) < 0 && errno != EAGAIN)
-		return;
-	pthread_mutex_lock(&n->vdev.lock);
-	vnet_rx_locked(n);
-	pthread_mutex_unlock(&n->vdev.lock);
+	vnet_serve(n, n->vdev.queues[VNET_RXQ].kick_fd, vnet_rx_locked);
 }
 
 /* The back end queued frames; read even when not serving, or the loop would spin. */
 static void vnet_rx_ready(void *opaque)
 {
 	struct vnet *n = opaque;
-	eventfd_t cnt;
 
-	if (eventfd_read(n->nd->rx_fd, &cnt) < 0 && errno != EAGAIN)
-		return;
-	pthread_mutex_lock(&n->vdev.lock);
-	vnet_rx_locked(n);
-	pthread_mutex_unlock(&n->vdev.lock);
+	vnet_serve(n, n->nd->rx_fd, vnet_rx_locked);
 }
 
 /* ---- transmit ---- */
@@ -391,13 +396,8 @@ static void vnet_tx_locked(struct vnet *n)
 static void vnet_tx_kick(void *opaque)
 {
 	struct vnet *n = opaque;
-	eventfd_t cnt;
 
-	if (eventfd_read(n->vdev.queues[VNET_TXQ].kick_fd, &cnt) < 0 && errno != EAGAIN)
-		return;
-	pthread_mutex_lock(&n->vdev.lock);
-	vnet_tx_locked(n);
-	pthread_mutex_unlock(&n->vdev.lock);
+	vnet_serve(n, n->vdev.queues[VNET_TXQ].kick_fd, vnet_tx_locked);
 }
 
 /* ---- the virtio device ---- */
