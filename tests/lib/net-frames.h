@@ -3,10 +3,10 @@
 #define BRISK_TESTS_NET_FRAMES_H
 
 /*
- * Frames for the tests of net/ (tests/net/test-slirp.c, test-stream.c),
- * built and read byte for byte from the RFCs, never from brisk's own
- * constants: Ethernet II, IPv4 without options (RFC 791), UDP (RFC 768),
- * ARP for IPv4 over Ethernet (RFC 826), DHCP (RFC 2131, its options RFC
+ * Frames for the tests of net/ (tests/net/test-slirp.c, test-stream.c,
+ * test-tap.c), built and read byte for byte from the RFCs, never from
+ * brisk's own constants: Ethernet II, IPv4 without options (RFC 791), UDP
+ * (RFC 768), TCP without options (RFC 793), ARP for IPv4 over Ethernet (RFC 826), DHCP (RFC 2131, its options RFC
  * 2132), and RFC 1071's checksum with the pseudo-headers of IPv4 (RFC
  * 768, RFC 793 section 3.1) and IPv6 (RFC 8200 section 8.1).  A reader
  * returns false for a frame that is not what it reads, and CHECKs what a
@@ -181,6 +181,60 @@ static inline bool parse_arp(const uint8_t *f, size_t len, struct arp *a)
 	    get16(p + 2) != 0x0800 || p[4] != 6 || p[5] != 4)
 		return false;
 	*a = (struct arp){ get16(p + 6), p + 8, p + 18, get32(p + 14), get32(p + 24) };
+	return true;
+}
+
+/* ---- TCP (RFC 793) ---- */
+
+enum { TCPH = 20 };
+enum { TCP_FIN = 1, TCP_SYN = 2, TCP_RST = 4, TCP_PSH = 8, TCP_ACK = 16 };
+
+struct seg {
+	uint32_t src, dst;
+	unsigned sport, dport;
+	uint32_t seq, ack;
+	unsigned flags;
+	const uint8_t *data;
+	size_t len;
+};
+
+/* A segment without options from src_mac to dst_mac, window 65535; the frame's length. */
+static inline size_t tcp_frame_eth(uint8_t *f, const uint8_t *dst_mac, const uint8_t *src_mac,
+				   const struct seg *s)
+{
+	uint8_t *t = f + ETH + IPH;
+	size_t n = TCPH + s->len;
+
+	put_eth(f, dst_mac, src_mac, 0x0800);
+	put_ip(f + ETH, 6, s->src, s->dst, n);
+	memset(t, 0, TCPH);
+	put16(t, s->sport);
+	put16(t + 2, s->dport);
+	put32(t + 4, s->seq);
+	put32(t + 8, s->ack);
+	t[12] = 5 << 4;
+	t[13] = (uint8_t)s->flags;
+	put16(t + 14, 65535);
+	if (s->len)
+		memcpy(t + TCPH, s->data, s->len);
+	put16(t + 16, csum(sum16(pseudo(s->src, s->dst, 6, n), t, n)));
+	return ETH + IPH + n;
+}
+
+/* A TCP segment in f (both checksums checked), or false. */
+static inline bool parse_tcp(const uint8_t *f, size_t len, struct seg *s)
+{
+	struct pkt p;
+	size_t off;
+
+	if (!parse_ip(f, len, &p) || p.proto != 6 || p.l4_len < TCPH)
+		return false;
+	CHECK_EQ(csum(sum16(pseudo(p.src, p.dst, 6, p.l4_len), p.l4, p.l4_len)), 0);
+	off = (p.l4[12] >> 4) * 4u;
+	if (off < TCPH || off > p.l4_len)
+		return false;
+	*s = (struct seg){ p.src, p.dst, get16(p.l4), get16(p.l4 + 2), get32(p.l4 + 4),
+			   get32(p.l4 + 8), p.l4[13] & 0x3fu, p.l4 + off, p.l4_len - off };
 	return true;
 }
 

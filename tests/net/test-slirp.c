@@ -3,7 +3,7 @@
  * -netdev user (net/slirp.c) driven as a NIC drives it: frames in through
  * send(), out through rx_fd, peek() and take().  Every frame is built and
  * read byte for byte from the RFCs (ARP 826, IPv4 791, UDP 768, DHCP
- * 2131/2132 and checksums 1071 in tests/lib/net-frames.h; TCP 793 and
+ * 2131/2132, TCP 793 and checksums 1071 in tests/lib/net-frames.h; and
  * IPv6's neighbour discovery 4861/4443 here) and QEMU's documented
  * defaults, never from brisk's own constants.  Nothing waits on time: a
  * case waits on rx_fd or a socket, bounded by WAIT_MS only to turn a hang
@@ -64,9 +64,6 @@ static const uint8_t dns_mac[6] = { 0x52, 0x55, 10, 0, 2, 3 };
 static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 static const uint8_t zero_mac[6];
 
-enum { TCPH = 20 };
-enum { TCP_FIN = 1, TCP_SYN = 2, TCP_RST = 4, TCP_PSH = 8, TCP_ACK = 16 };
-
 /*
  * The back end's clock, which case 7 moves on.  test-slirp is linked with
  * -Wl,--wrap=clock_gettime (tests/net/meson.build), so brisk's own calls
@@ -99,52 +96,10 @@ static int64_t now_ms(void)
 
 /* ---- frames ---- */
 
-struct seg {
-	uint32_t src, dst;
-	unsigned sport, dport;
-	uint32_t seq, ack;
-	unsigned flags;
-	const uint8_t *data;
-	size_t len;
-};
-
 /* A segment from the guest (10.0.2.15's MAC) to slirp's host MAC. */
 static size_t tcp_frame(uint8_t *f, const struct seg *s)
 {
-	uint8_t *t = f + ETH + IPH;
-	size_t n = TCPH + s->len;
-
-	put_eth(f, host_mac, guest_mac, 0x0800);
-	put_ip(f + ETH, 6, s->src, s->dst, n);
-	memset(t, 0, TCPH);
-	put16(t, s->sport);
-	put16(t + 2, s->dport);
-	put32(t + 4, s->seq);
-	put32(t + 8, s->ack);
-	t[12] = 5 << 4;
-	t[13] = (uint8_t)s->flags;
-	put16(t + 14, 65535);
-	if (s->len)
-		memcpy(t + TCPH, s->data, s->len);
-	put16(t + 16, csum(sum16(pseudo(s->src, s->dst, 6, n), t, n)));
-	return ETH + IPH + n;
-}
-
-/* A TCP segment in f (both checksums checked), or false. */
-static bool parse_tcp(const uint8_t *f, size_t len, struct seg *s)
-{
-	struct pkt p;
-	size_t off;
-
-	if (!parse_ip(f, len, &p) || p.proto != 6 || p.l4_len < TCPH)
-		return false;
-	CHECK_EQ(csum(sum16(pseudo(p.src, p.dst, 6, p.l4_len), p.l4, p.l4_len)), 0);
-	off = (p.l4[12] >> 4) * 4u;
-	if (off < TCPH || off > p.l4_len)
-		return false;
-	*s = (struct seg){ p.src, p.dst, get16(p.l4), get16(p.l4 + 2), get32(p.l4 + 4),
-			   get32(p.l4 + 8), p.l4[13] & 0x3fu, p.l4 + off, p.l4_len - off };
-	return true;
+	return tcp_frame_eth(f, host_mac, guest_mac, s);
 }
 
 /* ---- the NIC's side ---- */
