@@ -96,6 +96,9 @@ static const struct object_type types[] = {
 	{ "-netdev", "stream", "frames over a unix socket, as passt serves them (addr.type=unix, "
 	  "server=on|off)", &netdev_stream_spec, sizeof(struct netdev_stream_cfg),
 	  &netdev_stream_defaults, netdev_stream_check },
+	{ "-netdev", "tap", "a Linux tap interface (ifname=, script=no), with checksum and TSO "
+	  "offloads", &netdev_tap_spec, sizeof(struct netdev_tap_cfg), &netdev_tap_defaults,
+	  netdev_tap_check },
 };
 
 /* A -netdev's config is an object's: its id and type first. */
@@ -185,7 +188,7 @@ const struct object_cfg *object_find(const struct object_set *s, const char *id,
 
 	for (unsigned j = 0; types_ok[j]; j++)
 		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
-			 j ? " or " : "", types_ok[j]);
+			 !j ? "" : types_ok[j + 1] ? ", " : " or ", types_ok[j]);
 	for (unsigned i = 0; s && i < s->n; i++) {
 		if (strcmp(s->o[i].cfg->id, id))
 			continue;

@@ -16,6 +16,8 @@ struct netdev *netdev_new(const struct netdev_cfg *cfg)
 		return netdev_user_new((const struct netdev_user_cfg *)cfg);
 	if (!strcmp(cfg->type, "stream"))
 		return netdev_stream_new((const struct netdev_stream_cfg *)cfg);
+	if (!strcmp(cfg->type, "tap"))
+		return netdev_tap_new((const struct netdev_tap_cfg *)cfg);
 	/* The object table lists no other -netdev type. */
 	assert(!"a -netdev type without a back end");
 	return NULL;

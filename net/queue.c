@@ -164,7 +164,7 @@ bool fq_send(struct frame_queue *q, int wake_fd, const struct iovec *iov, unsign
 	return true;
 }
 
-size_t fq_peek(struct frame_queue *q)
+static size_t fq_head_len(struct frame_queue *q)
 {
 	size_t len;
 
@@ -172,6 +172,21 @@ size_t fq_peek(struct frame_queue *q)
 	len = q->head ? q->head->len : 0;
 	pthread_mutex_unlock(&q->lock);
 	return len;
+}
+
+size_t fq_peek(struct frame_queue *q, int rx_fd)
+{
+	size_t len = fq_head_len(q);
+
+	if (len)
+		return len;
+	/*
+	 * Cleared before the second look: a frame queued after the first
+	 * is either seen now, or its kick comes after the clear and leaves
+	 * rx_fd readable.
+	 */
+	eventfd_clear(rx_fd);
+	return fq_head_len(q);
 }
 
 void fq_take(struct frame_queue *q, const struct iovec *iov, unsigned n)

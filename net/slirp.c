@@ -606,7 +606,7 @@ static bool user_send(struct netdev *nd, const struct iovec *iov, unsigned n, si
 
 static size_t user_peek(struct netdev *nd)
 {
-	return fq_peek(&container_of(nd, struct user, nd)->rx);
+	return fq_peek(&container_of(nd, struct user, nd)->rx, nd->rx_fd);
 }
 
 static void user_take(struct netdev *nd, const struct iovec *iov, unsigned n)

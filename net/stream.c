@@ -251,7 +251,7 @@ static bool stream_send(struct netdev *nd, const struct iovec *iov, unsigned n, 
 
 static size_t stream_peek(struct netdev *nd)
 {
-	return fq_peek(&container_of(nd, struct stream, nd)->rx);
+	return fq_peek(&container_of(nd, struct stream, nd)->rx, nd->rx_fd);
 }
 
 static void stream_take(struct netdev *nd, const struct iovec *iov, unsigned n)

@@ -134,6 +134,24 @@ void iothread_del_fd(struct iothread *t, int fd)
 	pthread_mutex_unlock(&t->lock);
 }
 
+void iothread_watch_fd(struct iothread *t, int fd, bool on)
+{
+	pthread_mutex_lock(&t->lock);
+	for (struct iothread_handler *h = t->handlers; h; h = h->next) {
+		if (h->fd != fd)
+			continue;
+		struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.u64 = h->id };
+
+		/* MOD allocates nothing: it fails only for an fd closed while watched, a bug. */
+		int ret = epoll_ctl(t->epfd, EPOLL_CTL_MOD, fd, &ev);
+
+		assert(ret == 0);
+		(void)ret;
+		break;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
 static struct iothread_handler *iothread_lookup(struct iothread *t, uint64_t id)
 {
 	for (struct iothread_handler *h = t->handlers; h; h = h->next)

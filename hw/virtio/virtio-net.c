@@ -4,12 +4,14 @@
  * pair between the guest and a network back end (include/net/net.h).
  *
  * It runs on the main loop (m->loop): a user-networking guest moves
- * little, and the back end already has a thread of its own.  The loop
- * watches both queues' kicks and the back end's rx_fd.
+ * little, and the back ends with queues have a thread of their own.  The
+ * loop watches both queues' kicks and the back end's rx_fd.
  *
- * No checksum or segmentation offloads are offered, since the back end
- * carries plain Ethernet frames: the virtio-net header the guest sends is
- * skipped, and the one it receives is empty but for num_buffers.
+ * Checksum and segmentation offloads are offered only with a back end
+ * whose frames carry the virtio-net header (-netdev tap): the guest's
+ * header then goes to it as it is, and the back end's comes to the guest
+ * with num_buffers set.  With any other back end the header the guest
+ * sends is skipped, and the one it receives is empty but for num_buffers.
  *
  * Receive: a frame is taken from the back end only once the buffers
  * popped for it hold header and frame; until then those buffers are held
@@ -46,6 +48,7 @@
 #define VNET_RXQ 0
 #define VNET_TXQ 1
 #define VNET_HDR_LEN sizeof(struct virtio_net_hdr_v1)	/* VERSION_1: with num_buffers */
+static_assert(VNET_HDR_LEN == NETDEV_VNET_HDR_LEN, "a back end's header is the device's");
 /* The largest frame a guest may send: a 64 KiB packet behind its Ethernet header. */
 #define VNET_MAX_FRAME (65535 + ETH_HLEN)
 #define VNET_BUDGET 256
@@ -69,6 +72,7 @@ struct vnet {
 	struct netdev *nd;	/* NULL: no peer */
 	bool owns_nd;		/* made by the family: freed with the NIC */
 	bool rx_kick_added, tx_kick_added, rx_fd_added;
+	bool rx_watching;	/* the loop watches rx_fd (loop thread only) */
 	uint8_t config[VNET_CONFIG_LEN];
 	unsigned held_max;	/* rx_queue_size: the most chains a ring can give */
 	unsigned host_mtu;	/* 0: none offered */
@@ -76,6 +80,8 @@ struct vnet {
 	/* under vdev.lock */
 	bool rx_serving, tx_serving;
 	bool mrg;		/* VIRTIO_NET_F_MRG_RXBUF negotiated */
+	bool guest_csum;	/* VIRTIO_NET_F_GUEST_CSUM negotiated: rx headers keep their flags */
+	bool guest_gso;		/* a GUEST_TSO negotiated: frames over the MTU are segments */
 	size_t rx_max;		/* the longest frame the guest takes (VIRTIO_NET_F_MTU's) */
 	struct vq_elem **held;	/* rx chains popped for a frame that does not fit yet, in order */
 	unsigned nheld;
@@ -196,10 +202,14 @@ static enum vnet_fit vnet_rx_fit_mrg(struct vnet *n, size_t need, unsigned *k)
 	}
 }
 
-/* The first k held chains' buffers, after the header's bytes; NULL if out of memory. */
-static struct iovec *vnet_rx_iov(struct vnet *n, unsigned k, unsigned *cnt)
+/*
+ * Where take() puts a frame for the first k held chains: the back end's
+ * virtio-net header (if it has one) into hdr, the frame after the
+ * header's bytes of the chains.  NULL if out of memory.
+ */
+static struct iovec *vnet_rx_iov(struct vnet *n, unsigned k, void *hdr, unsigned *cnt)
 {
-	unsigned total = 0;
+	unsigned total = 1;
 
 	for (unsigned i = 0; i < k; i++)
 		total += n->held[i]->in_num;
@@ -213,31 +223,42 @@ static struct iovec *vnet_rx_iov(struct vnet *n, unsigned k, unsigned *cnt)
 	}
 	*cnt = 0;
 	for (unsigned i = 0; i < k; i++) {
-		memcpy(n->iov + *cnt, n->held[i]->in_sg, n->held[i]->in_num * sizeof(*n->iov));
+		memcpy(n->iov + 1 + *cnt, n->held[i]->in_sg, n->held[i]->in_num * sizeof(*n->iov));
 		*cnt += n->held[i]->in_num;
 	}
-	return iov_skip(n->iov, cnt, VNET_HDR_LEN);
+	struct iovec *iov = iov_skip(n->iov + 1, cnt, VNET_HDR_LEN);
+
+	if (!n->nd->vnet_hdr_len)
+		return iov;
+	/* The vector's first slot is spare, so one before iov is ours. */
+	iov[-1] = (struct iovec){ hdr, n->nd->vnet_hdr_len };
+	++*cnt;
+	return iov - 1;
 }
 
 /*
- * The frame of len bytes into the first k held chains, each filled
- * (*filled counts the round's) with what it got.  false: no memory to
- * describe the buffers, nothing done.
+ * The frame of len bytes (its back end's header included) into the first
+ * k held chains, each filled (*filled counts the round's) with what it
+ * got.  false: no memory to describe the buffers, nothing done.
  */
 static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *filled)
 {
-	struct virtio_net_hdr_v1 hdr = {
-		.gso_type = VIRTIO_NET_HDR_GSO_NONE,
-		.num_buffers = htole16((uint16_t)k),
-	};
+	struct virtio_net_hdr_v1 hdr = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
 	struct virtqueue *vq = vnet_vq(n, VNET_RXQ);
-	size_t left = VNET_HDR_LEN + len;
+	size_t left = VNET_HDR_LEN + len - n->nd->vnet_hdr_len;
 	unsigned cnt;
-	struct iovec *iov = vnet_rx_iov(n, k, &cnt);
+	struct iovec *iov = vnet_rx_iov(n, k, &hdr, &cnt);
 
 	if (!iov)
 		return false;
 	n->nd->ops->take(n->nd, iov, cnt);
+	/*
+	 * VIRTIO 1.2, 5.1.6.4.1: without GUEST_CSUM the flags are zero (the
+	 * kernel's tap marks checksums it verified whatever it was told).
+	 */
+	if (!n->guest_csum)
+		hdr.flags = 0;
+	hdr.num_buffers = htole16((uint16_t)k);
 	iov_copy(n->held[0]->in_sg, n->held[0]->in_num, 0, &hdr, VNET_HDR_LEN, false);
 	for (unsigned i = 0; i < k; i++) {
 		size_t got = vnet_chain_len(n->held[i]);
@@ -260,6 +281,28 @@ static void vnet_rx_drop(struct vnet *n)
 	n->stats.rx_dropped++;
 }
 
+/* Stops or resumes the loop's watch on the back end's rx_fd. */
+static void vnet_rx_watch(struct vnet *n, bool on)
+{
+	if (n->rx_fd_added && n->rx_watching != on) {
+		iothread_watch_fd(n->loop, n->nd->rx_fd, on);
+		n->rx_watching = on;
+	}
+}
+
+/*
+ * Is the frame of len bytes (with the back end's header) one the guest
+ * can never take?  VIRTIO 1.2, 5.1.6.3.2: with F_MTU negotiated no frame
+ * longer than the MTU and its Ethernet header reaches the driver, but a
+ * guest taking TSO segments takes them up to 64 KiB.
+ */
+static bool vnet_rx_too_long(struct vnet *n, size_t len)
+{
+	size_t hl = n->nd->vnet_hdr_len;
+
+	return len < hl || (len - hl > n->rx_max && !n->guest_gso);
+}
+
 /*
  * Gives the guest what the back end has, while its buffers last: one
  * flush and at most one interrupt for the round.
@@ -268,18 +311,21 @@ static void vnet_rx_locked(struct vnet *n)
 {
 	struct virtio_device *vdev = &n->vdev;
 	unsigned filled = 0, frames = 0;
-	size_t len;
+	bool idle = false;	/* the back end has nothing for the guest now */
 
-	while (n->rx_serving && !vdev->broken && frames < VNET_BUDGET &&
-	       n->nd && (len = n->nd->ops->peek(n->nd)) > 0) {
+	vnet_rx_watch(n, true);
+	while (n->rx_serving && !vdev->broken && frames < VNET_BUDGET && n->nd) {
+		size_t len = n->nd->ops->peek(n->nd);
 		unsigned k = 0;
-		/*
-		 * VIRTIO 1.2, 5.1.6.3.2: with F_MTU negotiated no frame longer
-		 * than the MTU and its Ethernet header reaches the driver.
-		 */
-		enum vnet_fit r = len > n->rx_max ? FIT_NEVER :
-				  n->mrg ? vnet_rx_fit_mrg(n, VNET_HDR_LEN + len, &k) :
-				  vnet_rx_fit_one(n, VNET_HDR_LEN + len, &k);
+
+		if (!len) {
+			idle = true;
+			break;
+		}
+		size_t need = VNET_HDR_LEN + len - n->nd->vnet_hdr_len;
+		enum vnet_fit r = vnet_rx_too_long(n, len) ? FIT_NEVER :
+				  n->mrg ? vnet_rx_fit_mrg(n, need, &k) :
+				  vnet_rx_fit_one(n, need, &k);
 
 		if (r == FIT_WAIT || r == FIT_BROKEN)
 			break;
@@ -294,38 +340,50 @@ static void vnet_rx_locked(struct vnet *n)
 		virtqueue_flush(vnet_vq(n, VNET_RXQ), filled);
 		virtio_notify(vdev, VNET_RXQ);
 	}
-	if (frames == VNET_BUDGET)
+	if (frames == VNET_BUDGET) {
 		vnet_rekick(n, VNET_RXQ);
+	} else if (idle && n->nd->rx_gone) {
+		iothread_del_fd(n->loop, n->nd->rx_fd);
+		n->rx_fd_added = false;
+	} else if (!idle && n->nd) {
+		/*
+		 * Frames wait for buffers the driver has not posted, for
+		 * DRIVER_OK or after a reset: a readable rx_fd would only spin
+		 * the loop.  The driver's next kick, or start, brings it back.
+		 */
+		vnet_rx_watch(n, false);
+	}
 }
 
-/*
- * An fd of the loop's fired: clear it (a read that finds it already
- * clear is fine), then serve under the device lock.
- */
-static void vnet_serve(struct vnet *n, int fd, void (*locked)(struct vnet *n))
+/* Serves under the device lock. */
+static void vnet_serve(struct vnet *n, void (*locked)(struct vnet *n))
 {
-	eventfd_t cnt;
-
-	if (eventfd_read(fd, &cnt) < 0 && errno != EAGAIN)
-		return;
 	pthread_mutex_lock(&n->vdev.lock);
 	locked(n);
 	pthread_mutex_unlock(&n->vdev.lock);
+}
+
+/* A kick: clear it (a read that finds it already clear is fine), then serve. */
+static void vnet_kicked(struct vnet *n, unsigned q, void (*locked)(struct vnet *n))
+{
+	eventfd_t cnt;
+
+	if (eventfd_read(n->vdev.queues[q].kick_fd, &cnt) < 0 && errno != EAGAIN)
+		return;
+	vnet_serve(n, locked);
 }
 
 static void vnet_rx_kick(void *opaque)
 {
 	struct vnet *n = opaque;
 
-	vnet_serve(n, n->vdev.queues[VNET_RXQ].kick_fd, vnet_rx_locked);
+	vnet_kicked(n, VNET_RXQ, vnet_rx_locked);
 }
 
-/* The back end queued frames; read even when not serving, or the loop would spin. */
+/* The back end has frames: rx_fd is the back end's to clear (in peek). */
 static void vnet_rx_ready(void *opaque)
 {
-	struct vnet *n = opaque;
-
-	vnet_serve(n, n->nd->rx_fd, vnet_rx_locked);
+	vnet_serve(opaque, vnet_rx_locked);
 }
 
 /* ---- transmit ---- */
@@ -350,10 +408,17 @@ static bool vnet_tx_one(struct vnet *n, struct vq_elem *e)
 		return false;
 	}
 	size -= VNET_HDR_LEN;
-	/* The element is ours to the end: its vector may be cut in place. */
-	iov = iov_skip(e->out_sg, &cnt, VNET_HDR_LEN);
-	if (size < ETH_HLEN || size > VNET_MAX_FRAME || !n->nd ||
-	    !n->nd->ops->send(n->nd, iov, cnt, size))
+	if (size < ETH_HLEN || size > VNET_MAX_FRAME || !n->nd) {
+		n->stats.tx_dropped++;
+		return true;
+	}
+	/*
+	 * The element is ours to the end: its vector may be cut in place.  A
+	 * back end that carries the header gets the driver's as it is: the
+	 * kernel checks its offload fields as it checks any tap writer's.
+	 */
+	iov = iov_skip(e->out_sg, &cnt, VNET_HDR_LEN - n->nd->vnet_hdr_len);
+	if (!n->nd->ops->send(n->nd, iov, cnt, size + n->nd->vnet_hdr_len))
 		n->stats.tx_dropped++;
 	else
 		n->stats.tx_frames++;
@@ -397,7 +462,7 @@ static void vnet_tx_kick(void *opaque)
 {
 	struct vnet *n = opaque;
 
-	vnet_serve(n, n->vdev.queues[VNET_TXQ].kick_fd, vnet_tx_locked);
+	vnet_kicked(n, VNET_TXQ, vnet_tx_locked);
 }
 
 /* ---- the virtio device ---- */
@@ -430,10 +495,42 @@ static void vnet_free_held(struct vnet *n)
 	n->held_slots = 0;
 }
 
+static bool has(uint64_t features, unsigned bit)
+{
+	return features >> bit & 1;
+}
+
+/*
+ * What the guest takes, in the back end's terms.  VIRTIO 1.2, 5.1.3.1:
+ * TSO and ECN only with what they depend on; a driver that acked them
+ * alone gets none (the kernel's tap refuses TSO without checksums).
+ */
+static unsigned vnet_rx_offloads(uint64_t f)
+{
+	unsigned o = 0;
+
+	if (!has(f, VIRTIO_NET_F_GUEST_CSUM))
+		return 0;
+	o |= NETDEV_OFFLOAD_CSUM;
+	if (has(f, VIRTIO_NET_F_GUEST_TSO4))
+		o |= NETDEV_OFFLOAD_TSO4;
+	if (has(f, VIRTIO_NET_F_GUEST_TSO6))
+		o |= NETDEV_OFFLOAD_TSO6;
+	if (o & (NETDEV_OFFLOAD_TSO4 | NETDEV_OFFLOAD_TSO6) && has(f, VIRTIO_NET_F_GUEST_ECN))
+		o |= NETDEV_OFFLOAD_ECN;
+	return o;
+}
+
 static int vnet_start(struct virtio_device *vdev)
 {
 	struct vnet *n = vdev_to_vnet(vdev);
+	unsigned offloads = vnet_rx_offloads(vdev->guest_features);
 
+	/* Offered only with a header to carry them: a bare back end sees none. */
+	if (n->nd && n->nd->vnet_hdr_len)
+		n->nd->ops->set_offload(n->nd, offloads);
+	n->guest_csum = offloads & NETDEV_OFFLOAD_CSUM;
+	n->guest_gso = offloads & (NETDEV_OFFLOAD_TSO4 | NETDEV_OFFLOAD_TSO6);
 	n->mrg = vdev->guest_features >> VIRTIO_NET_F_MRG_RXBUF & 1;
 	n->rx_max = vdev->guest_features >> VIRTIO_NET_F_MTU & 1 ?
 		    n->host_mtu + (size_t)ETH_HLEN : SIZE_MAX;
@@ -463,10 +560,20 @@ static const struct virtio_device_ops vnet_ops = {
 	.reset = vnet_reset,
 };
 
-static uint64_t vnet_features(const struct vnet_cfg *cfg)
+/* Checksum and segmentation offloads: with a back end whose frames carry the header. */
+#define VNET_OFFLOAD_FEATURES \
+	(1ull << VIRTIO_NET_F_CSUM | 1ull << VIRTIO_NET_F_GUEST_CSUM | \
+	 1ull << VIRTIO_NET_F_GUEST_TSO4 | 1ull << VIRTIO_NET_F_GUEST_TSO6 | \
+	 1ull << VIRTIO_NET_F_GUEST_ECN | 1ull << VIRTIO_NET_F_HOST_TSO4 | \
+	 1ull << VIRTIO_NET_F_HOST_TSO6 | 1ull << VIRTIO_NET_F_HOST_ECN)
+
+static uint64_t vnet_features(const struct vnet_cfg *cfg, const struct netdev *nd)
 {
 	uint64_t f = 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_NET_F_MAC |
 		     1ull << VIRTIO_NET_F_STATUS | 1ull << VIRTIO_NET_F_MRG_RXBUF;
+
+	if (nd && nd->vnet_hdr_len)
+		f |= VNET_OFFLOAD_FEATURES;
 
 	/* As QEMU's: the MTU is advice only when host_mtu= gave one. */
 	if (cfg->host_mtu)
@@ -510,6 +617,7 @@ static int vnet_watch(struct vnet *n)
 	if (n->nd && iothread_add_fd(n->loop, n->nd->rx_fd, vnet_rx_ready, n) < 0)
 		return -1;
 	n->rx_fd_added = n->nd != NULL;
+	n->rx_watching = n->rx_fd_added;
 	return 0;
 }
 
@@ -525,7 +633,7 @@ static int vnet_device_init(struct vnet *n, struct machine *m, const struct vnet
 		error_report("virtio-net: out of memory");
 		return -1;
 	}
-	if (virtio_device_init(&n->vdev, VIRTIO_ID_NET, vnet_features(cfg), VNET_CONFIG_LEN,
+	if (virtio_device_init(&n->vdev, VIRTIO_ID_NET, vnet_features(cfg, n->nd), VNET_CONFIG_LEN,
 			       2, (uint16_t)rx, &m->mem, &vnet_ops, n) < 0)
 		return -1;
 	n->vdev_ready = true;
@@ -691,7 +799,7 @@ static int vnet_resolve(void *cfg, const struct object_set *objects, const char 
 		return 0;
 	snprintf(who, sizeof(who), "%s: netdev=%s", what, c->netdev);
 	c->backend = (const struct netdev_cfg *)object_find(objects, c->netdev,
-		(const char *const[]){ "user", "stream", NULL }, who);
+		(const char *const[]){ "user", "stream", "tap", NULL }, who);
 	return c->backend ? 0 : -1;
 }
 

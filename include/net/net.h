@@ -28,14 +28,19 @@ struct netdev;
 
 struct netdev_ops {
 	/*
-	 * A frame from the guest (Ethernet header on, no virtio-net header),
-	 * len bytes in iov.  The back end has copied or sent it when this
-	 * returns; false when it dropped it (its queue was full, or len is
-	 * no Ethernet frame's: under 14 or over 14 + 65535), which the NIC
-	 * counts.
+	 * A frame from the guest (Ethernet header on; behind the virtio-net
+	 * header when the back end has vnet_hdr_len), len bytes in iov
+	 * counting both.  The back end has copied or sent it when this
+	 * returns; false when it dropped it (its queue was full, or the
+	 * frame is no Ethernet frame's: under 14 or over 14 + 65535 bytes),
+	 * which the NIC counts.
 	 */
 	bool (*send)(struct netdev *nd, const struct iovec *iov, unsigned n, size_t len);
-	/* The length of the next frame for the guest; 0 when none waits. */
+	/*
+	 * The length of the next frame for the guest (with its virtio-net
+	 * header, when vnet_hdr_len); 0 when none waits, and then rx_fd is
+	 * left unreadable until the next frame.
+	 */
 	size_t (*peek)(struct netdev *nd);
 	/*
 	 * Copies the next frame into iov, which holds at least peek()'s
@@ -43,18 +48,47 @@ struct netdev_ops {
 	 * dropped it: no room in the guest's buffers).
 	 */
 	void (*take)(struct netdev *nd, const struct iovec *iov, unsigned n);
+	/*
+	 * Back ends with vnet_hdr_len only: which offloads the guest takes
+	 * (NETDEV_OFFLOAD_*), so that the back end hands it only frames with
+	 * those (a TCP segment bigger than the MTU only to a guest that
+	 * reassembles none).  Called before the first frame and after each
+	 * feature negotiation.
+	 */
+	void (*set_offload)(struct netdev *nd, unsigned offloads);
 	/* Stops the back end's thread, closes its sockets. */
 	void (*free)(struct netdev *nd);
 };
 
+#define NETDEV_OFFLOAD_CSUM 1u		/* frames with a checksum left to compute */
+#define NETDEV_OFFLOAD_TSO4 2u		/* TCP/IPv4 segments up to 64 KiB */
+#define NETDEV_OFFLOAD_TSO6 4u		/* TCP/IPv6 ones */
+#define NETDEV_OFFLOAD_ECN 8u		/* such segments with ECN's CWR set */
+/* The virtio-net header of VIRTIO 1.x (struct virtio_net_hdr_v1), as the kernel's tap carries it. */
+#define NETDEV_VNET_HDR_LEN 12
+
 struct netdev {
 	const struct netdev_ops *ops;
 	/*
-	 * An eventfd, written for every frame queued for the guest.  The
-	 * NIC reads it to clear it and then peeks until 0, so a frame queued
-	 * meanwhile leaves it readable again.
+	 * Readable while a frame waits for the guest (and perhaps when none
+	 * does): the NIC, woken by it, peeks until 0, which leaves it
+	 * unreadable, or stops watching it while the guest has no room.  An
+	 * eventfd for back ends with queues (peek clears it once the queue is
+	 * found empty), a tap's own fd.
 	 */
 	int rx_fd;
+	/*
+	 * 0: frames are bare Ethernet frames.  NETDEV_VNET_HDR_LEN: each
+	 * frame both ways starts with the virtio-net header, which carries
+	 * checksum and segmentation offloads (-netdev tap).
+	 */
+	unsigned vnet_hdr_len;
+	/*
+	 * Set by the back end (on the NIC's thread, in peek) when it will
+	 * never have a frame again (a tap whose interface was deleted), and
+	 * rx_fd may stay readable: the NIC stops watching it.
+	 */
+	bool rx_gone;
 	const char *id;			/* the -netdev's id, for messages */
 	/* Frames for the guest the back end dropped, its queue full.  It
 	 * adds from its own thread (__atomic, relaxed): read with
@@ -69,7 +103,7 @@ struct netdev {
 /* A -netdev's config: every type's starts with its id, as -object's. */
 struct netdev_cfg {
 	char *id;
-	const char *type;	/* "user", "stream": which back end (set by the -netdev set) */
+	const char *type;	/* "user", "stream", "tap": which back end (set by the -netdev set) */
 };
 
 /*
@@ -139,6 +173,27 @@ int netdev_stream_check(void *cfg);
  * (server=off) when it returns; NULL after one line.
  */
 struct netdev *netdev_stream_new(const struct netdev_stream_cfg *cfg);
+
+/*
+ * -netdev tap: a Linux tap interface (net/tap.c), QEMU's syntax.  The
+ * check runs nothing and opens nothing; new() opens (or makes) the tap
+ * and runs the script.
+ */
+struct netdev_tap_cfg {
+	struct netdev_cfg head;
+	char *ifname;		/* NULL: the kernel names it (tapN) */
+	char *fd;		/* an inherited tap's number, instead of ifname= */
+	char *script;		/* NULL: QEMU's /etc/qemu-ifup; "no": none */
+	char *downscript;	/* NULL: /etc/qemu-ifdown; "no": none */
+	int vnet_hdr;		/* 1 on, 0 off, -1 (not given): where the kernel has it */
+	bool vhost;		/* on is refused */
+	unsigned queues;	/* 1 */
+};
+extern const struct opt_spec netdev_tap_spec;
+extern const struct netdev_tap_cfg netdev_tap_defaults;
+int netdev_tap_check(void *cfg);
+/* The tap cfg describes, open and its up script run; NULL after one line. */
+struct netdev *netdev_tap_new(const struct netdev_tap_cfg *cfg);
 
 /*
  * The back end a -netdev's config describes, of the type it names

@@ -79,8 +79,8 @@ void fq_destroy(struct frame_queue *q);
  */
 bool fq_send(struct frame_queue *q, int wake_fd, const struct iovec *iov, unsigned n,
 	     size_t len);
-/* The length of q's oldest frame; 0 when none. */
-size_t fq_peek(struct frame_queue *q);
+/* The length of q's oldest frame; 0 when none, rx_fd (q's kick) then cleared. */
+size_t fq_peek(struct frame_queue *q, int rx_fd);
 /* Copies q's oldest frame into iov (NULL: only forgets it), then frees it. */
 void fq_take(struct frame_queue *q, const struct iovec *iov, unsigned n);
 

@@ -22,6 +22,12 @@ int iothread_add_fd(struct iothread *t, int fd, iothread_fn fn, void *opaque);
 /* Once this returns, fn is not running and will not run again for fd. */
 void iothread_del_fd(struct iothread *t, int fd);
 /*
+ * Stops (on false) or resumes watching an added fd for input, keeping its
+ * handler: for a level-triggered source whose consumer cannot take what
+ * waits yet.  An error or hangup on fd still calls the handler.
+ */
+void iothread_watch_fd(struct iothread *t, int fd, bool on);
+/*
  * Polling.  A poller is a source of work that can be checked without a
  * syscall (a virtqueue's avail ring, an io_uring completion ring).  Before
  * it sleeps, a thread with pollers and a nonzero maximum spins for a while

@@ -115,10 +115,14 @@ expect "-device e1000: brisk's network device is virtio-net-pci (-device virtio-
 expect "-net nic: model=e1000: brisk's network device is virtio-net-pci (model=virtio-net-pci, or leave model= out)$" \
 	"${K[@]}" -net nic,model=e1000 -net user
 expect "-nic: model=rtl8139: brisk's network device is virtio-net-pci" "${K[@]}" -nic user,model=rtl8139
-expect "-net tap: brisk takes -net none, -net nic or -net TYPE with a -netdev type (brisk -netdev help lists them)$" \
-	"${K[@]}" -net nic -net tap,ifname=tap0
-expect "-netdev: unknown type 'tap' (brisk -netdev help lists them)$" "${K[@]}" -netdev tap,id=t0
-expect "-nic tap: no such network back end (brisk -netdev help lists them)$" "${K[@]}" -nic tap
+expect "-net bridge: brisk takes -net none, -net nic or -net TYPE with a -netdev type (brisk -netdev help lists them)$" \
+	"${K[@]}" -net nic -net bridge,br=br0
+expect "-netdev: unknown type 'bridge' (brisk -netdev help lists them)$" "${K[@]}" -netdev bridge,id=t0
+expect "-nic bridge: no such network back end (brisk -netdev help lists them)$" "${K[@]}" -nic bridge
+expect "-netdev tap,id=t0: vhost=on: brisk has no vhost-net; it serves the queues itself (vhost=off)$" \
+	"${K[@]}" -netdev tap,id=t0,vhost=on,script=no,downscript=no
+expect "-netdev tap,id=nic.0: script=/nonexistent/ifup: No such file or directory (script=no runs none)$" \
+	"${K[@]}" -nic tap,script=/nonexistent/ifup
 expect "-net nic: a second one (brisk joins one -net nic to one -net back end; use -nic or -netdev for more)$" \
 	"${K[@]}" -net nic -net nic -net user
 expect "-net nic: foo=1: brisk's -net nic takes model= and macaddr=$" "${K[@]}" -net nic,foo=1 -net user
@@ -126,7 +130,7 @@ expect "-netdev: duplicate id 'n0'$" "${K[@]}" -netdev user,id=n0 -netdev user,i
 expect "-object: duplicate id 'n0'$" "${K[@]}" -netdev user,id=n0 -object iothread,id=n0
 expect "-device virtio-net: -netdev n0 already has a NIC (a -netdev serves one)$" \
 	"${K[@]}" -netdev user,id=n0 -device virtio-net-pci,netdev=n0 -device virtio-net,netdev=n0
-expect "-device virtio-net-pci: netdev=n1: no -netdev with that id (of type user or stream)$" \
+expect "-device virtio-net-pci: netdev=n1: no -netdev with that id (of type user, stream or tap)$" \
 	"${K[@]}" -netdev user,id=n0 -device virtio-net-pci,netdev=n1
 expect "-netdev user: dnssearch= holds a non-printable byte$" \
 	"${K[@]}" -netdev "user,id=n0,dnssearch=a$(printf '\001')b.example"

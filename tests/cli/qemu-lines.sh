@@ -27,6 +27,12 @@ free_port() {
 : >"$tmp/initrd"
 truncate -s 64M "$tmp/disk.raw"
 
+# A line's taps and port forwards go in a network namespace of the
+# test's own where it can make one, never among the host's interfaces.
+netns=()
+if unshare -n true 2>/dev/null && command -v ip >/dev/null; then
+	netns=(unshare -n sh -c 'ip link set lo up && exec "$@"' sh)
+fi
 source=
 while IFS= read -r line; do
 	case $line in
@@ -48,7 +54,7 @@ while IFS= read -r line; do
 	desc="${words[*]:1} [$source]"
 	case $expect in
 	run)
-		timeout 30 "$brisk" "${args[@]}" -accel kvm,check=off \
+		timeout 30 "${netns[@]}" "$brisk" "${args[@]}" -accel kvm,check=off \
 			-device isa-debug-exit,iobase=0xf4,iosize=4 -timeout 20 \
 			</dev/null >"$tmp/out" 2>"$tmp/err"
 		rc=$?

@@ -63,7 +63,12 @@ struct fake_nd {
 	uint8_t last[70000];	/* the last one */
 	size_t last_len;
 	bool refuse;		/* send() says its queue is full */
+	unsigned offloads;	/* what set_offload() was last told */
+	unsigned offload_calls;
 };
+
+/* The header every frame carries (the tap back end's way), for fakes made while it is set. */
+static unsigned fake_hdr_len;
 
 static bool fake_send(struct netdev *nd, const struct iovec *iov, unsigned n, size_t len)
 {
@@ -90,8 +95,16 @@ static bool fake_send(struct netdev *nd, const struct iovec *iov, unsigned n, si
 static size_t fake_peek(struct netdev *nd)
 {
 	struct fake_nd *f = container_of(nd, struct fake_nd, nd);
+	eventfd_t cnt;
 
-	return f->rx_n ? f->rx_len[f->rx_head] : 0;
+	if (f->rx_n)
+		return f->rx_len[f->rx_head];
+	/* A tap whose interface is gone: its fd stays readable for good. */
+	if (nd->rx_gone)
+		return 0;
+	/* net.h: nothing waits, so rx_fd is left unreadable. */
+	(void)eventfd_read(nd->rx_fd, &cnt);
+	return 0;
 }
 
 static void fake_take(struct netdev *nd, const struct iovec *iov, unsigned n)
@@ -114,6 +127,15 @@ static void fake_take(struct netdev *nd, const struct iovec *iov, unsigned n)
 	f->rx_n--;
 }
 
+static void fake_set_offload(struct netdev *nd, unsigned offloads)
+{
+	struct fake_nd *f = container_of(nd, struct fake_nd, nd);
+
+	CHECK(nd->vnet_hdr_len);	/* net.h: only for back ends with the header */
+	f->offloads = offloads;
+	f->offload_calls++;
+}
+
 /* Tests own the fake: the NIC must never free it. */
 static void fake_free(struct netdev *nd)
 {
@@ -122,7 +144,8 @@ static void fake_free(struct netdev *nd)
 }
 
 static const struct netdev_ops fake_ops = {
-	.send = fake_send, .peek = fake_peek, .take = fake_take, .free = fake_free,
+	.send = fake_send, .peek = fake_peek, .take = fake_take,
+	.set_offload = fake_set_offload, .free = fake_free,
 };
 
 static void fake_init(struct fake_nd *f)
@@ -130,6 +153,7 @@ static void fake_init(struct fake_nd *f)
 	memset(f, 0, sizeof(*f));
 	f->nd.ops = &fake_ops;
 	f->nd.id = "fake";
+	f->nd.vnet_hdr_len = fake_hdr_len;
 	f->nd.rx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	CHECK(f->nd.rx_fd >= 0);
 }
@@ -1003,6 +1027,194 @@ static void test_rx_flood(bool packed)
 	net_free(&g);
 }
 
+/* ---- 7: offloads, with a back end whose frames carry the header ---- */
+
+#define OFFLOAD_BITS \
+	(BIT(VIRTIO_NET_F_CSUM) | BIT(VIRTIO_NET_F_GUEST_CSUM) | BIT(VIRTIO_NET_F_GUEST_TSO4) | \
+	 BIT(VIRTIO_NET_F_GUEST_TSO6) | BIT(VIRTIO_NET_F_GUEST_ECN) | BIT(VIRTIO_NET_F_HOST_TSO4) | \
+	 BIT(VIRTIO_NET_F_HOST_TSO6) | BIT(VIRTIO_NET_F_HOST_ECN))
+
+static bool net_up_hdr(struct net *g, uint64_t want)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	bool ok;
+
+	cfg.host_mtu = 1500;
+	fake_hdr_len = HDR_LEN;
+	ok = net_up(g, &cfg, NUM, want);
+	fake_hdr_len = 0;
+	return ok;
+}
+
+/*
+ * Offered in full; the back end is told what the guest took, TSO and ECN
+ * only with what VIRTIO 1.2 5.1.3.1 says they depend on.
+ */
+static void test_offload_features(void)
+{
+	static const struct {
+		uint64_t want;
+		unsigned told;
+	} cases[] = {
+		{ ALL_FEATURES, NETDEV_OFFLOAD_CSUM | NETDEV_OFFLOAD_TSO4 | NETDEV_OFFLOAD_TSO6 |
+				NETDEV_OFFLOAD_ECN },
+		{ ALL_FEATURES & ~OFFLOAD_BITS, 0 },
+		{ (ALL_FEATURES & ~OFFLOAD_BITS) | BIT(VIRTIO_NET_F_GUEST_CSUM), NETDEV_OFFLOAD_CSUM },
+		{ (ALL_FEATURES & ~OFFLOAD_BITS) | BIT(VIRTIO_NET_F_GUEST_CSUM) |
+		  BIT(VIRTIO_NET_F_GUEST_TSO6), NETDEV_OFFLOAD_CSUM | NETDEV_OFFLOAD_TSO6 },
+		/* TSO without checksums, ECN without TSO: nothing they need */
+		{ (ALL_FEATURES & ~OFFLOAD_BITS) | BIT(VIRTIO_NET_F_GUEST_TSO4), 0 },
+		{ (ALL_FEATURES & ~OFFLOAD_BITS) | BIT(VIRTIO_NET_F_GUEST_CSUM) |
+		  BIT(VIRTIO_NET_F_GUEST_ECN), NETDEV_OFFLOAD_CSUM },
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct net g;
+
+		if (!net_up_hdr(&g, cases[i].want))
+			return;
+		CHECK_EQ(dev_features(&g.d) & OFFLOAD_BITS, OFFLOAD_BITS);
+		CHECK_EQ(g.f.offload_calls, 1);
+		CHECK_EQ(g.f.offloads, cases[i].told);
+		net_free(&g);
+	}
+}
+
+/* The driver's header reaches the back end as the driver wrote it, and the frame behind it. */
+static void test_offload_tx(void)
+{
+	static const uint8_t h[HDR_LEN] = {
+		VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4,
+		54, 0,		/* hdr_len */
+		0xa8, 0x05,	/* gso_size 1448 */
+		34, 0,		/* csum_start */
+		16, 0,		/* csum_offset */
+		0, 0,
+	};
+	struct net g;
+	uint32_t len;
+	int id;
+
+	if (!net_up_hdr(&g, ALL_FEATURES))
+		return;
+	id = tx_add(&g, 0, 3000, 3, 4);
+	memcpy(slot_data(g.t, 0), h, HDR_LEN);
+	gq_kick(&g.q[TXQ]);
+	loop_turn(&g);
+	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
+	CHECK_EQ(g.f.sent, 1);
+	CHECK_EQ(g.f.last_len, HDR_LEN + 3000);
+	CHECK(!memcmp(g.f.last, h, HDR_LEN));
+	CHECK(frame_is(g.f.last + HDR_LEN, 3000, 4));
+	CHECK_EQ(stats(&g).tx_frames, 1);
+	net_free(&g);
+}
+
+/* A frame for the guest of len bytes behind the header h, from the fake back end. */
+static void fake_queue_hdr(struct fake_nd *f, const uint8_t *h, size_t len, unsigned seed)
+{
+	uint8_t *p;
+
+	fake_queue(f, HDR_LEN + len, seed);
+	p = f->rx[(f->rx_head + f->rx_n - 1) % FAKE_MAX];
+	memcpy(p, h, HDR_LEN);
+	for (size_t i = 0; i < len; i++)
+		p[HDR_LEN + i] = pattern(seed, i);
+}
+
+/*
+ * The back end's header reaches the guest with num_buffers set, its flags
+ * only for a guest that took GUEST_CSUM (5.1.6.4.1); a TCP segment over
+ * the MTU reaches a guest that took TSO (5.1.6.3.2 bounds only frames
+ * without GSO).
+ */
+static void test_offload_rx(bool csum)
+{
+	uint8_t h[HDR_LEN] = {
+		VIRTIO_NET_HDR_F_NEEDS_CSUM | VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_GSO_TCPV4,
+		54, 0, 0xa8, 0x05, 34, 0, 16, 0,
+		0x77, 0x77,	/* num_buffers: whatever the back end left there */
+	};
+	uint64_t want = csum ? ALL_FEATURES : ALL_FEATURES & ~OFFLOAD_BITS;
+	struct net g;
+	uint32_t len;
+	uint8_t *p;
+
+	if (!net_up_hdr(&g, want))
+		return;
+	for (unsigned i = 0; i < 4; i++)
+		rx_post(&g, i, 4096);
+	gq_kick(&g.q[RXQ]);
+	if (!csum)
+		h[1] = VIRTIO_NET_HDR_GSO_NONE;	/* a back end told no TSO sends none */
+	fake_queue_hdr(&g.f, h, csum ? 9000 : 1000, 12);
+	loop_turn(&g);
+	p = slot_data(g.t, 0);
+	CHECK_EQ(p[0], csum ? h[0] : 0);
+	CHECK_EQ(p[1], h[1]);
+	CHECK(!memcmp(p + 2, h + 2, 8));
+	CHECK_EQ(get_le16(p + 10), csum ? 3 : 1);
+	if (csum) {
+		for (unsigned i = 0; i < 3; i++)
+			CHECK(gq_get_used(&g.q[RXQ], &len) >= 0 &&
+			      len == (i < 2 ? 4096 : HDR_LEN + 9000 - 2 * 4096));
+		CHECK(frame_in_chains(&g, 0, 4096, 9000, 12));
+	} else {
+		CHECK(gq_get_used(&g.q[RXQ], &len) >= 0 && len == HDR_LEN + 1000);
+		CHECK(frame_is(p + HDR_LEN, 1000, 12));
+	}
+	CHECK_EQ(stats(&g).rx_frames, 1);
+	CHECK_EQ(stats(&g).rx_dropped, 0);
+	/* Without TSO the MTU bounds every frame, the header's length aside. */
+	if (!csum) {
+		fake_queue_hdr(&g.f, h, 1500 + 14 + 1, 13);
+		fake_queue_hdr(&g.f, h, 1500 + 14, 14);
+		loop_turn(&g);
+		CHECK_EQ(stats(&g).rx_dropped, 1);
+		CHECK(gq_get_used(&g.q[RXQ], &len) >= 0 && len == HDR_LEN + 1514);
+	}
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/*
+ * Frames waiting while the guest has posted nothing: the NIC stops
+ * watching the back end (else its readable fd would spin the loop) and
+ * takes them once the driver posts buffers and kicks.
+ */
+static void test_rx_pause(void)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	struct net g;
+	uint32_t len;
+
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES))
+		return;
+	fake_queue(&g.f, 100, 20);
+	CHECK_EQ(iothread_poll(g.t->b.m.loop, 0), 1);
+	CHECK_EQ(g.f.rx_n, 1);
+	/* rx_fd is still readable: only the NIC's pause keeps the loop quiet. */
+	CHECK_EQ(iothread_poll(g.t->b.m.loop, 0), 0);
+	rx_post(&g, 0, 2048);
+	gq_kick(&g.q[RXQ]);
+	loop_turn(&g);
+	CHECK_EQ(g.f.rx_n, 0);
+	CHECK(gq_get_used(&g.q[RXQ], &len) >= 0 && len == HDR_LEN + 100);
+	/* Watching again: the next frame needs no kick. */
+	rx_post(&g, 1, 2048);
+	gq_kick(&g.q[RXQ]);
+	loop_turn(&g);
+	fake_queue(&g.f, 60, 21);
+	loop_turn(&g);
+	CHECK(gq_get_used(&g.q[RXQ], &len) >= 0 && len == HDR_LEN + 60);
+	/* A back end gone for good, its fd readable for ever: watched no more. */
+	g.f.nd.rx_gone = true;
+	CHECK(eventfd_write(g.f.nd.rx_fd, 1) == 0);
+	CHECK_EQ(iothread_poll(g.t->b.m.loop, 0), 1);
+	CHECK_EQ(iothread_poll(g.t->b.m.loop, 0), 0);
+	net_free(&g);
+}
+
 /* ---- 8: the command line ---- */
 
 static const struct device_family *family(void)
@@ -1218,6 +1430,11 @@ int main(void)
 	RUN(test_rx_never(true));
 	RUN(test_tx_flood(true));
 	RUN(test_rx_flood(true));
+	RUN(test_offload_features());
+	RUN(test_offload_tx());
+	RUN(test_offload_rx(true));
+	RUN(test_offload_rx(false));
+	RUN(test_rx_pause());
 	RUN(test_cmdline());
 	RUN(test_netdev_refused());
 	RUN(test_netdev_user());

@@ -16,8 +16,8 @@ struct virtio_plug;
 /*
  * virtio-net-pci (VIRTIO 1.2, 5.1): one queue pair between the guest and
  * a network back end (struct netdev, include/net/net.h), served on
- * m->loop.  No offloads: the back end takes and gives plain Ethernet
- * frames, so the virtio-net header is always the empty one.
+ * m->loop.  Checksum and segmentation offloads only with a back end that
+ * carries the virtio-net header (struct netdev's vnet_hdr_len).
  */
 #define VNET_MIN_QUEUE_SIZE 256		/* QEMU's rx_queue_size=/tx_queue_size= */
 #define VNET_MAX_QUEUE_SIZE 1024
