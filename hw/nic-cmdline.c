@@ -83,14 +83,20 @@ static int nic_model(const char *opt, const char *m, size_t len)
 
 /*
  * Sorts the items of arg: the NIC's (model=, mac= or, for -net nic,
- * macaddr=) into nic as virtio-net-pci properties, the rest into be.
+ * macaddr=) into nic as virtio-net-pci properties, the rest into be; with
+ * id, -nic's id= (the -netdev's, as QEMU's) into *id, at most idsz - 1
+ * bytes of it.
  */
-static void nic_split(const char *arg, char *nic, char *be)
+static void nic_split(const char *arg, char *nic, char *be, char *id, size_t idsz)
 {
 	for (const char *s = arg; *s;) {
 		size_t len = item_len(s);
 
-		if (item_is(s, len, "model")) {
+		/* A second id= goes with the rest, for the -netdev to refuse. */
+		if (id && item_is(s, len, "id")) {
+			snprintf(id, idsz, "%.*s", (int)(len - 3), s + 3);
+			id = NULL;
+		} else if (item_is(s, len, "model")) {
 			/* nic_cmdline_check() took it as the command line was read. */
 		} else if (item_is(s, len, "mac") || item_is(s, len, "macaddr")) {
 			size_t key = (size_t)(strchr(s, '=') - s);
@@ -148,14 +154,21 @@ static int nic_one(const char *arg, unsigned index, struct object_set *objects,
 {
 	size_t type_len = item_len(arg);
 	const char *rest = arg + type_len + (arg[type_len] == ',');
-	char *nic, *be, id[16];
-	int r;
+	char *nic, *be, *id;
+	int r = -1;
 
 	if (!nic_bufs(rest, &nic, &be))
 		return -1;
-	nic_split(rest, nic, be);
-	snprintf(id, sizeof(id), "nic.%u", index);
-	r = nic_make("-nic", arg, type_len, id, nic, be, objects, devices);
+	/* Room for the id= the argument may hold, or for brisk's own. */
+	id = calloc(1, strlen(rest) + 16);
+	if (id) {
+		snprintf(id, 16, "nic.%u", index);
+		nic_split(rest, nic, be, id, strlen(rest) + 16);
+		r = nic_make("-nic", arg, type_len, id, nic, be, objects, devices);
+	} else {
+		error_report("out of memory");
+	}
+	free(id);
 	free(nic);
 	free(be);
 	return r;
@@ -178,7 +191,7 @@ static int net_pair(const struct cli_nic *n, const struct cli_nic *be_arg,
 	}
 	if (!nic_bufs(n->arg, &nic, &unused))
 		return -1;
-	nic_split(n->arg, nic, unused);
+	nic_split(n->arg, nic, unused, NULL, 0);
 	if (*unused)
 		error_report("-net nic: %.*s: brisk's -net nic takes model= and macaddr=",
 			     (int)item_len(unused), unused);

@@ -123,6 +123,9 @@ expect "-netdev tap,id=t0: vhost=on: brisk has no vhost-net; it serves the queue
 	"${K[@]}" -netdev tap,id=t0,vhost=on,script=no,downscript=no
 expect "-netdev tap,id=nic.0: script=/nonexistent/ifup: No such file or directory (script=no runs none)$" \
 	"${K[@]}" -nic tap,script=/nonexistent/ifup
+expect "-netdev tap,id=t9: script=/nonexistent/ifup: No such file or directory (script=no runs none)$" \
+	"${K[@]}" -nic tap,id=t9,script=/nonexistent/ifup
+expect "-netdev: duplicate id 'n0'$" "${K[@]}" -netdev user,id=n0 -nic user,id=n0
 expect "-net nic: a second one (brisk joins one -net nic to one -net back end; use -nic or -netdev for more)$" \
 	"${K[@]}" -net nic -net nic -net user
 expect "-net nic: foo=1: brisk's -net nic takes model= and macaddr=$" "${K[@]}" -net nic,foo=1 -net user
