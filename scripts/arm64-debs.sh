@@ -8,6 +8,9 @@
 # never installed), and unpacks each into DIR/root (default
 # ${XDG_CACHE_HOME:-~/.cache}/brisk/arm64):
 #   libfdt-dev      libfdt.a for the static arm64 brisk
+#   libglib2.0-dev, libpcre2-dev
+#                   libglib-2.0.a and libpcre2-8.a under its libslirp
+#                   (scripts/slirp-static.sh)
 #   linux-image     the guest kernel and the nested arm64 host's kernel
 #   busybox-static  the userland of both
 # Prints DIR.  Cheap to rerun: a package already unpacked is kept.
@@ -21,7 +24,7 @@ mkdir -p "$dir/debs" "$dir/root"
 kpkg=$(apt-cache depends linux-image-arm64:arm64 2>/dev/null |
 	sed -n 's/^ *Depends: \(linux-image-[0-9][^:]*\).*/\1/p' | head -n 1)
 [ -n "$kpkg" ] || { echo "arm64-debs: no linux-image-arm64 for arm64 in apt's lists (dpkg --add-architecture arm64; apt-get update)" >&2; exit 1; }
-for p in libfdt-dev busybox-static "$kpkg"; do
+for p in libfdt-dev libglib2.0-dev libpcre2-dev busybox-static "$kpkg"; do
 	[ -e "$dir/root/.$p" ] && continue
 	(cd "$dir/debs" && rm -f "${p}_"*.deb &&
 		apt-get download -q "$p:arm64" >/dev/null 2>&1 ||

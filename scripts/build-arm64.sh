@@ -12,13 +12,13 @@ cd "$(dirname "$0")/.."
 dir=${1:-build-arm64}
 [ $# -gt 0 ] && shift
 deps=$(scripts/arm64-debs.sh)
-opts="--cross-file scripts/cross/aarch64-linux-gnu.ini -Dstatic=true
--Dfdt_libdir=$deps/root/usr/lib/aarch64-linux-gnu"
+# -netdev user: libslirp, built static for arm64 (scripts/slirp-static.sh).
+slirp=$(scripts/slirp-static.sh arm64)
+set -- -Dstatic=true "-Dfdt_libdir=$deps/root/usr/lib/aarch64-linux-gnu" \
+	"-Dslirp_dir=$slirp" "$@"
 if [ -f "$dir/build.ninja" ]; then
-	# shellcheck disable=SC2086
-	meson setup --reconfigure "$dir" -Dstatic=true "-Dfdt_libdir=$deps/root/usr/lib/aarch64-linux-gnu" "$@" >/dev/null
+	meson setup --reconfigure "$dir" "$@" >/dev/null
 else
-	# shellcheck disable=SC2086
-	meson setup "$dir" $opts "$@" >/dev/null
+	meson setup "$dir" --cross-file scripts/cross/aarch64-linux-gnu.ini "$@" >/dev/null
 fi
 meson compile -C "$dir"

@@ -14,14 +14,16 @@
 # name it); qemu-utils brings qemu-img, which makes the images of other
 # formats that brisk must refuse to serve raw.  passt is -netdev stream's
 # peer in tests/net/passt.sh, which makes its network namespace with
-# iproute2's ip.
+# iproute2's ip.  libglib2.0-dev (with libpcre2-dev) is also the static
+# glib of the static builds' libslirp, whose source dpkg-dev's dpkg-source
+# unpacks (scripts/slirp-static.sh).
 set -eu
 
 native=$(dpkg --print-architecture)
 pkgs="build-essential gcc meson ninja-build pkg-config liburing-dev libfdt-dev
 linux-libc-dev busybox-static cpio kmod fio gnuplot-nox clang libclang-rt-14-dev
 llvm valgrind device-tree-compiler e2fsprogs util-linux bsdutils python3
-qemu-system-common qemu-utils dmsetup libslirp-dev libglib2.0-dev passt iproute2"
+qemu-system-common qemu-utils dmsetup libslirp-dev libglib2.0-dev dpkg-dev passt iproute2"
 cross=
 case $native in
 amd64)

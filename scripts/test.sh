@@ -102,7 +102,9 @@ echo "== every other build the README names (warnings as errors)"
 # is where undefined behaviour and uninitialized reads show.
 setup build-release --buildtype=release
 run_suite build-release --suite unit
-setup build-static -Dstatic=true
+# Static with user networking: libslirp built static (scripts/slirp-static.sh).
+setup build-static -Dstatic=true "-Dslirp_dir=$(scripts/slirp-static.sh)"
+run_suite build-static slirp
 setup build-off -Dauto_var_init=off
 setup build-pattern -Dauto_var_init=pattern
 

@@ -12,7 +12,9 @@
 # the other one can, and $BRISK_NET_TESTS_MIB MiB (default 16) each way
 # through the forwards, compared byte for byte: the guest sends its first
 # disk and writes what it receives to its second (cmp on the host after
-# brisk exits).  Output is TAP.
+# brisk exits).  The host's side (lib/net-peer.py) runs beside brisk; in
+# the nested arm64 host, which has busybox and no python3, its twin
+# lib/net-peer.sh.  Output is TAP.
 #
 # Why 16 and not 64: every MiB is some 700 frames each way, each an exit
 # or an interrupt through the nested host's emulated SVM, whose rare
@@ -47,9 +49,9 @@ if [ -z "$inner" ]; then
 	[ -x "$brisk" ] || die "$brisk is not an executable"
 	brisk=$(realpath "$brisk")
 	command -v python3 >/dev/null || die "python3 not found; run: apt-get install python3"
-	# A build without libslirp (the static arm64 one) has no user
-	# networking: its refusal is in the binary, which may be of another
-	# architecture than this host's and so not run here.
+	# A build without libslirp (a static one without -Dslirp_dir) has no
+	# user networking: its refusal is in the binary, which may be of
+	# another architecture than this host's and so not run here.
 	if grep -q "user networking is not in this build" "$brisk"; then
 		tap_skip "virtio-net on user networking" \
 			"this brisk ($arch) was built without libslirp (docs/networking.md)"
@@ -85,10 +87,15 @@ vm_powered_off() { grep -q '^NET done' "$log"; }
 
 rm -f "$outdir/dst.img" "$outdir/recv.bin" "$outdir/ports"
 truncate -s $((mib << 20)) "$outdir/dst.img" || die "cannot create dst.img"
-python3 "$here/lib/net-peer.py" "$outdir/ports" "$log" "$outdir/src.img" \
+# The peer runs beside brisk, where hostfwd listens: in the nested arm64
+# host (through BRISK_WITH_KVM_RUN) its busybox twin, as no python3 is
+# there.
+peer_cmd=(python3 "$here/lib/net-peer.py")
+[ ${#run[@]} -gt 0 ] && peer_cmd=("${run[@]}" sh "$here/lib/net-peer.sh")
+"${peer_cmd[@]}" "$outdir/ports" "$log" "$outdir/src.img" \
 	"$outdir/recv.bin" "$outdir/send.bin" "$guard_s" >"$outdir/peer.out" 2>&1 &
 peer=$!
-for _ in $(seq 100); do [ -s "$outdir/ports" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s "$outdir/ports" ] && break; sleep 0.1; done
 read -r lport p1 p2 <"$outdir/ports" || die "the host peer did not start: $(cat "$outdir/peer.out")"
 
 cmd=("${run[@]}" "$brisk" -kernel "$kernel" -initrd "$outdir/net-guest.img"
