@@ -103,30 +103,10 @@ fail:
 	return -1;
 }
 
-int vublk_cmdline_device(struct blk_cmdline *c, const char *arg)
-{
-	struct vublk_cfg vc = {
-		.queue_size = VBLK_DEFAULT_QUEUE_SIZE, .ring = VIRTIO_RING_DEFAULTS,
-	};
-
-	if (blk_parse_named(c, "driver", "vhost-user-blk-pci", NULL, arg, &vublk_spec, &vc))
-		goto fail;
-	struct vublk_cfg *n = grow(c->vublks, c->nr_vublks, sizeof(*n));
-
-	if (!n)
-		goto fail;
-	c->vublks = n;
-	c->vublks[c->nr_vublks++] = vc;
-	return 0;
-fail:
-	free(vc.chardev_id);
-	return -1;
-}
-
 int vublk_cmdline_finish(struct blk_cmdline *c)
 {
 	for (unsigned i = 0; i < c->nr_vublks; i++) {
-		struct vublk_cfg *vc = &c->vublks[i];
+		struct vublk_cfg *vc = c->vublks[i];
 		unsigned j;
 
 		for (j = 0; j < c->nr_chardevs; j++)
@@ -143,7 +123,7 @@ int vublk_cmdline_finish(struct blk_cmdline *c)
 			return -1;
 		}
 		c->chardevs[j].used = true;
-		vc->chardev = j;
+		vc->cd = &c->chardevs[j];
 	}
 	for (unsigned j = 0; j < c->nr_chardevs; j++) {
 		if (!c->chardevs[j].used) {
@@ -160,8 +140,6 @@ void vublk_cmdline_free(struct blk_cmdline *c)
 {
 	for (unsigned i = 0; i < c->nr_chardevs; i++)
 		chardev_socket_free(&c->chardevs[i].sock);
-	for (unsigned i = 0; i < c->nr_vublks; i++)
-		free(c->vublks[i].chardev_id);
 	free(c->chardevs);
 	free(c->vublks);
 }
@@ -179,12 +157,36 @@ bool blk_cmdline_shares_ram(const struct blk_cmdline *c)
 	return c->nr_vublks > 0;
 }
 
+static const struct vublk_cfg vublk_defaults = {
+	.queue_size = VBLK_DEFAULT_QUEUE_SIZE, .ring = VIRTIO_RING_DEFAULTS,
+};
+
+static void *vublk_family_create(struct machine *m, const void *cfg, struct virtio_plug *plug)
+{
+	struct vublk_cfg *vc = (struct vublk_cfg *)cfg;
+
+	/* Kept beside its config, where vublk_set_reply_timeout() finds it. */
+	vc->dev = vublk_create(m, vc->cd, vc, plug);
+	return vc->dev;
+}
+
+static void vublk_family_destroy(void *dev)
+{
+	vublk_destroy(dev);
+}
+
 const struct device_family vhost_user_blk_pci_family = {
 	.name = "vhost-user-blk-pci",
 	.help = "a disk served by another process: chardev=ID names its -chardev socket",
 	.spec = &vublk_spec,
-	.kind = DEVICE_BLOCK,
+	.kind = DEVICE_PLUGGED,
+	.cfg_size = sizeof(struct vublk_cfg),
+	.defaults = &vublk_defaults,
 	.pci_class = 0x018000,	/* mass storage, other */
+	/* Made after virtio-blk-pci's, undone before: a front end lets go of its back end first. */
+	.order = -1,
+	.create = vublk_family_create,
+	.destroy = vublk_family_destroy,
 };
 
 /* ---- the device ---- */
@@ -328,6 +330,6 @@ void vublk_destroy(struct vublk *s)
 
 void vublk_set_reply_timeout(struct blk_cmdline *c, unsigned i, int ms)
 {
-	assert(i < c->nr_vublks && c->vublks[i].dev);
-	vhu_frontend_set_timeout(c->vublks[i].dev->f, ms);
+	assert(i < c->nr_vublks && c->vublks[i] && c->vublks[i]->dev);
+	vhu_frontend_set_timeout(c->vublks[i]->dev->f, ms);
 }
