@@ -111,7 +111,7 @@ struct blk_cmdline {
 /* arr with room for one more zeroed element at nr; NULL (reported) if none. */
 void *grow(void *arr, unsigned nr, size_t elem);
 
-/* hw/block/vhost-user-blk.c */
+/* hw/block/vhost-user-blk-cmdline.c */
 /* Ties each device to its -chardev; -1 after one line if one is missing. */
 int vublk_cmdline_finish(struct blk_cmdline *c);
 void vublk_cmdline_free(struct blk_cmdline *c);
