@@ -62,6 +62,45 @@ void device_print_list(FILE *f)
 		   families, ARRAY_SIZE(families));
 }
 
+/* text from column 22 on, wrapped at 78, as the rest of --help is. */
+static void print_wrapped(FILE *f, const char *text)
+{
+	int col = 0;
+
+	while (*text) {
+		int len = (int)strcspn(text, " ");
+
+		if (col && col + 1 + len > 78) {
+			fputc('\n', f);
+			col = 0;
+		}
+		if (col)
+			col += fprintf(f, " %.*s", len, text);
+		else
+			col = fprintf(f, "%22s%.*s", "", len, text);
+		text += len + (text[len] == ' ');
+	}
+	fputc('\n', f);
+}
+
+static void print_synopses(FILE *f, const char *option,
+			   const struct device_family *const *t, unsigned n)
+{
+	char head[64];
+
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(head, sizeof(head), "%s %s", option, t[i]->name);
+		opts_print_synopsis(f, head, t[i]->spec);
+		print_wrapped(f, t[i]->help);
+	}
+}
+
+void device_print_synopses(FILE *f)
+{
+	print_synopses(f, "-device", families, ARRAY_SIZE(families));
+	print_synopses(f, "-export", exports, ARRAY_SIZE(exports));
+}
+
 void export_print_list(FILE *f)
 {
 	print_list(f, "Exports (-export TYPE,help lists an export's properties):\n",

@@ -79,6 +79,8 @@ const struct device_family *export_find(const char *name, size_t len);
 /* "-device help", "-export help": every family with its line. */
 void device_print_list(FILE *f);
 void export_print_list(FILE *f);
+/* --help: each family's properties, from its table, and its line. */
+void device_print_synopses(FILE *f);
 
 /*
  * hw/device-set.c: the -device NAME,... and -export TYPE,... arguments of
