@@ -19,11 +19,10 @@
 static const struct opt_prop vublk_props[] = {
 	{ "chardev", OPT_STR, U(chardev_id, char *), OPT_REQUIRED,
 	  .help = "the -chardev id= of the back-end's socket" },
-	{ "num-queues", OPT_UINT, U(num_queues, unsigned), .min = 1,
-	  .max = VBLK_MAX_QUEUES, .def = "the vCPU count, at most the back-end's",
-	  .help = "request queues" },
-	{ "queue-size", OPT_UINT, U(queue_size, unsigned), OPT_POW2, .min = 2,
-	  .max = VBLK_MAX_QUEUE_SIZE, .def = "256", .help = "ring entries per queue" },
+	VIRTIO_NUM_QUEUES_PROP(struct vublk_cfg, num_queues, VBLK_MAX_QUEUES,
+			       "the vCPU count, at most the back-end's", "request queues"),
+	VIRTIO_QUEUE_SIZE_PROP(struct vublk_cfg, queue_size, VBLK_MAX_QUEUE_SIZE,
+			       "ring entries per queue"),
 	VIRTIO_RING_PROPS(struct vublk_cfg, ring),
 	{ NULL },
 };

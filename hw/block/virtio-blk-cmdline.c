@@ -176,21 +176,24 @@ static int drive_add_device(struct blk_cmdline *c, unsigned drive)
 }
 
 #define V(f, t) OPT_AT(struct blk_device_cfg, f, t)
+/* What a disk and an export serve alike: the serial, and the I/O threads that poll. */
+#define VBLK_SERVE_PROPS								\
+	{ "serial", OPT_STRBUF, V(serial, char[VBLK_SERIAL_LEN + 1]),			\
+	  OPT_PRINTABLE | OPT_EMPTY, .max = VBLK_SERIAL_LEN,				\
+	  .help = "the disk's serial (GET_ID)" },					\
+	{ "poll-us", OPT_UINT, V(poll_us, unsigned), .max = VBLK_MAX_POLL_US,		\
+	  .def = "2000", .help = "how long an idle I/O thread polls its rings" },	\
+	{ "iothreads", OPT_UINT, V(iothreads, unsigned), .min = 1,			\
+	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "I/O threads; queue i runs on i % N" }
 static const struct opt_prop device_props[] = {
 	{ "drive", OPT_STR, V(drive_id, char *), OPT_REQUIRED,
 	  .help = "the -drive id= this disk serves" },
 	VIRTIO_RING_PROPS(struct blk_device_cfg, ring),
-	{ "num-queues", OPT_UINT, V(num_queues, unsigned), .min = 1,
-	  .max = VBLK_MAX_QUEUES, .def = "the vCPU count", .help = "request queues" },
-	{ "queue-size", OPT_UINT, V(queue_size, unsigned), OPT_POW2, .min = 2,
-	  .max = VBLK_MAX_QUEUE_SIZE, .def = "256", .help = "ring entries per queue" },
-	{ "serial", OPT_STRBUF, V(serial, char[VBLK_SERIAL_LEN + 1]),
-	  OPT_PRINTABLE | OPT_EMPTY, .max = VBLK_SERIAL_LEN,
-	  .help = "the disk's serial (GET_ID)" },
-	{ "poll-us", OPT_UINT, V(poll_us, unsigned), .max = VBLK_MAX_POLL_US,
-	  .def = "2000", .help = "how long an idle I/O thread polls its rings" },
-	{ "iothreads", OPT_UINT, V(iothreads, unsigned), .min = 1,
-	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "I/O threads; queue i runs on i % N" },
+	VIRTIO_NUM_QUEUES_PROP(struct blk_device_cfg, num_queues, VBLK_MAX_QUEUES,
+			       "the vCPU count", "request queues"),
+	VIRTIO_QUEUE_SIZE_PROP(struct blk_device_cfg, queue_size, VBLK_MAX_QUEUE_SIZE,
+			       "ring entries per queue"),
+	VBLK_SERVE_PROPS,
 	{ "irq-coalesce-us", OPT_UINT, V(irq_coalesce_us, unsigned),
 	  .max = VBLK_MAX_COALESCE_US, .def = "0",
 	  .help = "hold a batch's interrupt up to this long" },
@@ -220,21 +223,16 @@ static const struct opt_prop export_props[] = {
 	  .help = "the Unix socket to listen on" },
 	{ "addr.type", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE, .names = (const char *const[]){ "unix", NULL },
 	  .def = "unix", .why = "brisk serves Unix sockets only", .help = "the socket's kind" },
-	{ "num-queues", OPT_UINT, V(num_queues, unsigned), .min = 1,
-	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "request queues offered" },
-	{ "queue-size", OPT_UINT, V(queue_size, unsigned), OPT_POW2, .min = 2,
-	  .max = VBLK_MAX_QUEUE_SIZE, .def = "256", .help = "ring entries per queue, at most" },
+	VIRTIO_NUM_QUEUES_PROP(struct blk_device_cfg, num_queues, VBLK_MAX_QUEUES,
+			       "1", "request queues offered"),
+	VIRTIO_QUEUE_SIZE_PROP(struct blk_device_cfg, queue_size, VBLK_MAX_QUEUE_SIZE,
+			       "ring entries per queue, at most"),
 	{ "writable", OPT_BOOL, V(writable, bool), .def = "off",
 	  .help = "take the front ends' writes" },
-	{ "serial", OPT_STRBUF, V(serial, char[VBLK_SERIAL_LEN + 1]),
-	  OPT_PRINTABLE | OPT_EMPTY, .max = VBLK_SERIAL_LEN,
-	  .help = "the disk's serial (GET_ID)" },
-	{ "poll-us", OPT_UINT, V(poll_us, unsigned), .max = VBLK_MAX_POLL_US,
-	  .def = "2000", .help = "how long an idle I/O thread polls its rings" },
-	{ "iothreads", OPT_UINT, V(iothreads, unsigned), .min = 1,
-	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "I/O threads; queue i runs on i % N" },
+	VBLK_SERVE_PROPS,
 	{ NULL },
 };
+#undef VBLK_SERVE_PROPS
 #undef V
 const struct opt_spec blk_export_spec = {
 	"-export vhost-user-blk", NULL, export_props,
