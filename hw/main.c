@@ -245,6 +245,24 @@ static int kvm_refuse_unusable(const struct board_ops *ops)
 }
 
 /*
+ * hw/cli.c refuses every -device with -export; a -drive if=virtio makes
+ * its guest's disk only as it is parsed.
+ */
+static int daemon_check(struct brisk *b)
+{
+	const struct device_family *f;
+
+	for (unsigned i = 0; device_set_get(b->devices, i, &f); i++) {
+		if (f->pci_class) {
+			error_report("-drive if=virtio needs a guest; with -export brisk runs "
+				     "none and serves its drives to other processes");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
  * With -export brisk runs no guest: it serves its drives to vhost-user
  * front-ends until a signal (a normal end, exit 0) or -timeout.
  */
@@ -255,8 +273,8 @@ static int run_daemon(struct brisk *b)
 	struct pollfd p;
 
 	if (objects_parse(b) || disks_parse(b) ||
-	    devices_add(b, b->opts.exports, b->opts.nr_exports) || disks_finish(b) ||
-	    block_signals(b) || device_set_create(b->devices, NULL))
+	    devices_add(b, b->opts.exports, b->opts.nr_exports) || daemon_check(b) ||
+	    disks_finish(b) || block_signals(b) || device_set_create(b->devices, NULL))
 		return BRISK_EXIT_FAILURE;
 	p = (struct pollfd){ .fd = b->sig_fd, .events = POLLIN };
 	for (;;) {
