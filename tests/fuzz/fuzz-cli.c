@@ -2,9 +2,9 @@
 /*
  * The command line: the input split on NUL bytes is argv (after "brisk").
  * cli_parse() runs on it and, when it accepts it, every -drive and
- * -device virtio-blk-pci argument goes through the virtio-blk parser and
- * blk_cmdline_finish(), and every other -device through the device
- * table's parser, as main() does before opening anything.  Each argument
+ * -chardev goes through hw/block's parser, every -device and -export
+ * through the device table's, and blk_cmdline_finish() ties the disks to
+ * their back ends, as main() does before opening anything.  Each argument
  * is also tried as a size and as an option list's "help".
  */
 #include <assert.h>
