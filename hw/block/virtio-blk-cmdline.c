@@ -162,11 +162,11 @@ static const struct blk_device_cfg vblk_pci_defaults = {
 static int drive_add_device(struct blk_cmdline *c, unsigned drive)
 {
 	struct device_set *s = devices(c);
-	struct blk_device_cfg *dc = malloc(sizeof(*dc));
+	struct blk_device_cfg *dc = s ? malloc(sizeof(*dc)) : NULL;
 
-	if (!s || !dc) {
-		free(dc);
-		error_report("out of memory");
+	if (!dc) {
+		if (s)
+			error_report("out of memory");
 		return -1;
 	}
 	*dc = vblk_pci_defaults;
