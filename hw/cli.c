@@ -66,21 +66,28 @@ static const struct opt_prop timeout_props[] = {
 };
 static const struct opt_spec timeout_spec = { "-timeout", "seconds", timeout_props };
 
-static int add_blk(struct cli_opts *o, enum cli_blk_kind kind, const char *arg,
-		   const struct opt_spec *spec)
+/* Room for one more -drive, -chardev or -export; else -1 after one line. */
+static int blk_room(const struct cli_opts *o)
+{
+	if (o->nr_drives + o->nr_chardevs + o->nr_exports < CLI_MAX_BLK_ARGS)
+		return 0;
+	error_report("too many -drive/-export/-chardev options (at most %d)",
+		     CLI_MAX_BLK_ARGS);
+	return -1;
+}
+
+/* -drive and -chardev: a disk's back end, or its "help". */
+static int add_backend(struct cli_opts *o, struct cli_arg *list, unsigned *nr,
+		       const char *arg, const struct opt_spec *spec)
 {
 	if (opts_wants_help(arg)) {
 		o->action = CLI_OPT_HELP;
 		o->help = spec;
 		return 0;
 	}
-	if (o->nr_blk == CLI_MAX_BLK_ARGS) {
-		error_report("too many -drive/-export/-chardev options (at most %d)",
-			     CLI_MAX_BLK_ARGS);
+	if (blk_room(o))
 		return -1;
-	}
-	o->blk[o->nr_blk++] = (struct cli_blk_arg){ kind, arg };
-	o->nr_exports += kind == CLI_BLK_EXPORT;
+	list[(*nr)++] = (struct cli_arg){ arg, o->at };
 	return 0;
 }
 
@@ -130,8 +137,8 @@ static int nic_model_refused(const char *opt, const char *name, size_t len)
 
 /*
  * -device NAME,...: the device table decides.  A board device is parsed
- * into board_cfg now; the others are parsed where they are made (disks
- * with their drives), in command-line order.
+ * into board_cfg now; the others are parsed where they are made, in
+ * command-line order.
  */
 static int parse_device(const char *arg, struct cli_opts *o)
 {
@@ -149,8 +156,6 @@ static int parse_device(const char *arg, struct cli_opts *o)
 		o->help = f->spec;
 		return 0;
 	}
-	if (f->kind == DEVICE_BLOCK)
-		return add_blk(o, CLI_BLK_DEVICE, arg, f->spec);
 	if (f->kind == DEVICE_BOARD) {
 		void *cfg = (char *)&o->board + f->board_offset;
 
@@ -162,11 +167,11 @@ static int parse_device(const char *arg, struct cli_opts *o)
 		error_report("too many -device options (at most %d)", CLI_MAX_DEVICES);
 		return -1;
 	}
-	o->devices[o->nr_devices++] = (struct cli_device){ f, rest };
+	o->devices[o->nr_devices++] = (struct cli_device){ f, rest, o->at };
 	return 0;
 }
 
-/* -export TYPE,...: the export table decides; hw/block parses it with the drives. */
+/* -export TYPE,...: the export table decides; hw/main.c makes it as a device. */
 static int parse_export(const char *arg, struct cli_opts *o)
 {
 	const struct device_family *f;
@@ -177,7 +182,15 @@ static int parse_export(const char *arg, struct cli_opts *o)
 		return 0;
 	if (!(f = export_find(name, len)))
 		return unknown("-export", "type", name, len);
-	return add_blk(o, CLI_BLK_EXPORT, arg, f->spec);
+	if (opts_wants_help(arg)) {
+		o->action = CLI_OPT_HELP;
+		o->help = f->spec;
+		return 0;
+	}
+	if (blk_room(o))
+		return -1;
+	o->exports[o->nr_exports++] = (struct cli_device){ f, rest, o->at };
+	return 0;
 }
 
 /*
@@ -438,14 +451,10 @@ static int cli_check_daemon(const struct cli_opts *o)
 			   b->debug_exit.present ? "-device isa-debug-exit" : NULL;
 	const char *dev = "";
 
-	for (unsigned i = 0; !what && i < o->nr_blk; i++) {
-		if (o->blk[i].kind == CLI_BLK_CHARDEV)
-			what = "-chardev";
-		if (o->blk[i].kind == CLI_BLK_DEVICE) {
-			what = "-device";
-			dev = o->blk[i].arg;	/* named by its first item */
-		}
-	}
+	/* The first of them on the command line names what needs a guest. */
+	if (!what && o->nr_chardevs &&
+	    (!o->nr_devices || o->chardevs[0].at < o->devices[0].at))
+		what = "-chardev";
 	if (!what && o->nr_devices) {
 		what = "-device";
 		dev = o->devices[0].family->name;
@@ -523,13 +532,15 @@ static int apply(struct cli_opts *o, enum opt_id id, const char *name,
 	case OPT_SMP: return parse_list(&smp_spec, arg, o);
 	case OPT_SERIAL: return parse_serial(arg, o);
 	case OPT_DEVICE: return parse_device(arg, o);
-	case OPT_DRIVE: return add_blk(o, CLI_BLK_DRIVE, arg, &blk_drive_spec);
+	case OPT_DRIVE:
+		return add_backend(o, o->drives, &o->nr_drives, arg, &blk_drive_spec);
 	case OPT_EXPORT: return parse_export(arg, o);
 	case OPT_OBJECT: return parse_object("-object", arg, o);
 	case OPT_NETDEV: return parse_object("-netdev", arg, o);
 	case OPT_NET: return parse_net(arg, o);
 	case OPT_NIC: return parse_nic(arg, o);
-	case OPT_CHARDEV: return add_blk(o, CLI_BLK_CHARDEV, arg, &chardev_socket_spec);
+	case OPT_CHARDEV:
+		return add_backend(o, o->chardevs, &o->nr_chardevs, arg, &chardev_socket_spec);
 	case OPT_TIMEOUT: return parse_list(&timeout_spec, arg, o);
 	case OPT_NOGRAPHIC: return 0;	/* brisk has no display anyway */
 	case OPT_NOREBOOT: return 0;	/* a guest reboot always ends brisk */
@@ -579,6 +590,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 			}
 			arg = argv[++i];
 		}
+		o->at = (unsigned)i;
 		if (apply(o, options[k].id, options[k].name, arg))
 			return -1;
 		if (o->action != CLI_RUN)
@@ -617,13 +629,6 @@ void cli_print_help(void)
 	      "  -action panic=exit-failure|shutdown|none  pvpanic: exit 2\n"
 	      "                      (default), exit 0, or nothing;\n"
 	      "                      reboot=shutdown, shutdown=poweroff (always so)\n"
-	      "  -device help        the devices brisk has; -device NAME,help,\n"
-	      "                      -drive help... list an option's properties\n"
-	      "  -device pvpanic     accepted: every board has one\n"
-	      "  -device isa-debug-exit[,iobase=0x501][,iosize=2]\n"
-	      "  -device virtio-rng-pci[,rng=ID][,max-bytes=N][,period=MS]  entropy\n"
-	      "                      for /dev/hwrng, at most max-bytes per period;\n"
-	      "                      rng= names an -object rng-random or rng-builtin\n"
 	      "  -object rng-random,id=ID[,filename=/dev/urandom] | rng-builtin,id=ID\n"
 	      "        | iothread,id=ID  back ends devices name by id (-object help)\n"
 	      "  -timeout SECONDS    stop the guest after SECONDS, exit 124\n"
@@ -638,37 +643,24 @@ void cli_print_help(void)
 	      "  -snapshot           every drive writes to a private copy of its\n"
 	      "                      image, in $TMPDIR (default /var/tmp, else\n"
 	      "                      /tmp), dropped at exit: the image is only read\n"
-	      "  -device virtio-blk-pci,drive=ID[,packed=off][,num-queues=N]\n"
-	      "         [,queue-size=256][,serial=S][,event_idx=on][,indirect_desc=on]\n"
-	      "         [,poll-us=2000][,iothreads=1][,irq-coalesce-us=0]\n"
-	      "         [,irq-interval-us=0][,logical_block_size=512]\n"
-	      "         [,physical_block_size=N][,iothread=ID]\n"
-	      "                      the values shown are the defaults; num-queues\n"
-	      "                      is the vCPU count (at most 64), queue-size at\n"
-	      "                      most 1024; logical_block_size is the host's\n"
-	      "                      O_DIRECT block with cache=none\n"
-	      "  -device vhost-user-blk-pci,chardev=ID[,num-queues=N][,queue-size=256]\n"
-	      "         [,packed=off][,event_idx=on][,indirect_desc=on]\n"
-	      "                      a disk served by a vhost-user back-end\n"
-	      "                      (qemu-storage-daemon, brisk -export...)\n"
 	      "  -chardev socket,id=ID,path=SOCKET[,reconnect=SECONDS] | socket,id=ID,fd=N\n"
 	      "                      the back-end's socket for vhost-user-blk-pci\n"
-	      "  -export vhost-user-blk,id=ID,drive=ID,addr.path=SOCKET[,num-queues=1]\n"
-	      "         [,queue-size=256][,writable=off][,serial=S][,poll-us=2000]\n"
-	      "         [,iothreads=1]\n"
-	      "                      serve a drive to vhost-user front-ends (QEMU...)\n"
-	      "                      on a Unix socket; brisk then runs no guest\n"
+	      "                      (qemu-storage-daemon, brisk -export...)\n"
 	      "\n"
 	      "Network:\n"
 	      "  -netdev user,id=ID[,net=10.0.2.0/24][,host=10.0.2.2][,dns=10.0.2.3]\n"
 	      "         [,dhcpstart=10.0.2.15][,restrict=off][,hostname=H]\n"
 	      "         [,hostfwd=tcp|udp:[HOSTADDR]:HOSTPORT-[GUESTADDR]:GUESTPORT]...\n"
 	      "                      QEMU's user networking (-netdev help)\n"
-	      "  -device virtio-net-pci,netdev=ID[,mac=52:54:00:12:34:56][,host_mtu=N]\n"
-	      "                      the guest's NIC (virtio-net also names it)\n"
 	      "  -nic user[,model=virtio-net-pci][,mac=MAC][,-netdev user's properties]\n"
 	      "  -net nic[,model=virtio][,macaddr=MAC] -net user[,...]\n"
 	      "                      both at once; brisk's NIC is always virtio-net-pci\n"
+	      "\n", stdout);
+	fputs("Devices (-device help lists them; -device NAME,help, -export TYPE,help,\n"
+	      "-drive help... an option's properties, what each does, its limits):\n", stdout);
+	device_print_synopses(stdout);
+	fputs("A value shown is the default; <type> stands where the default depends\n"
+	      "on something else (NAME,help says what) or there is none.\n"
 	      "\n"
 	      "KVM:\n"
 	      "  -accel kvm[,check=on|off]  check=off boots even where /dev/kvm\n"

@@ -4,19 +4,15 @@
  * is its own file plus one line here; the option parser, "-device help"
  * and hw/main.c read the table and nothing else.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "hw/block/virtio-blk.h"
 #include "hw/device.h"
 #include "hw/misc/debug-exit.h"
 #include "hw/misc/pvpanic.h"
-#include "hw/object.h"
 #include "hw/virtio/virtio-net.h"
-#include "hw/virtio/virtio-plug.h"
 #include "hw/virtio/virtio-rng.h"
 #include "util/compiler.h"
-#include "util/log.h"
 
 static const struct device_family *const families[] = {
 	&virtio_blk_pci_family,
@@ -66,97 +62,47 @@ void device_print_list(FILE *f)
 		   families, ARRAY_SIZE(families));
 }
 
+/* text from column 22 on, wrapped at 78, as the rest of --help is. */
+static void print_wrapped(FILE *f, const char *text)
+{
+	int col = 0;
+
+	while (*text) {
+		int len = (int)strcspn(text, " ");
+
+		if (col && col + 1 + len > 78) {
+			fputc('\n', f);
+			col = 0;
+		}
+		if (col)
+			col += fprintf(f, " %.*s", len, text);
+		else
+			col = fprintf(f, "%22s%.*s", "", len, text);
+		text += len + (text[len] == ' ');
+	}
+	fputc('\n', f);
+}
+
+static void print_synopses(FILE *f, const char *option,
+			   const struct device_family *const *t, unsigned n)
+{
+	char head[64];
+
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(head, sizeof(head), "%s %s", option, t[i]->name);
+		opts_print_synopsis(f, head, t[i]->spec);
+		print_wrapped(f, t[i]->help);
+	}
+}
+
+void device_print_synopses(FILE *f)
+{
+	print_synopses(f, "-device", families, ARRAY_SIZE(families));
+	print_synopses(f, "-export", exports, ARRAY_SIZE(exports));
+}
+
 void export_print_list(FILE *f)
 {
 	print_list(f, "Exports (-export TYPE,help lists an export's properties):\n",
 		   exports, ARRAY_SIZE(exports));
-}
-
-struct device {
-	const struct device_family *f;
-	void *cfg;
-	void *dev;		/* once created */
-};
-
-struct device_set {
-	struct device *d;
-	unsigned n;
-};
-
-struct device_set *device_set_new(void)
-{
-	return calloc(1, sizeof(struct device_set));
-}
-
-/* cfg claims what a member already did: true after one line. */
-static bool claimed_before(const struct device_set *s, const struct device_family *f,
-			   const void *cfg)
-{
-	const struct object_cfg *o = f->claims ? f->claims(cfg) : NULL;
-
-	if (!o || !device_set_claimed(s, o))
-		return false;
-	error_report("-device %s: -netdev %s already has a NIC (a -netdev serves one)",
-		     f->name, o->id);
-	return true;
-}
-
-int device_set_add(struct device_set *s, const struct device_family *f,
-		   const char *arg, const struct object_set *objects)
-{
-	struct device *d = realloc(s->d, (s->n + 1) * sizeof(*d));
-	void *cfg;
-
-	if (!d) {
-		error_report("out of memory");
-		return -1;
-	}
-	s->d = d;
-	cfg = opts_parse_new(f->spec, f->cfg_size, f->defaults, arg, f->check);
-	if (!cfg)
-		return -1;
-	if ((f->resolve && f->resolve(cfg, objects)) || claimed_before(s, f, cfg)) {
-		opts_free(f->spec, cfg);
-		free(cfg);
-		return -1;
-	}
-	s->d[s->n++] = (struct device){ .f = f, .cfg = cfg };
-	return 0;
-}
-
-bool device_set_claimed(const struct device_set *s, const void *cfg)
-{
-	for (unsigned i = 0; i < s->n; i++)
-		if (s->d[i].f->claims && s->d[i].f->claims(s->d[i].cfg) == cfg)
-			return true;
-	return false;
-}
-
-int device_set_create(struct device_set *s, struct machine *m)
-{
-	for (unsigned i = 0; i < s->n; i++) {
-		const struct device_family *f = s->d[i].f;
-		struct virtio_plug *plug = NULL;
-
-		if (f->pci_class && !(plug = virtio_pci_plug(m, f->pci_class)))
-			return -1;
-		s->d[i].dev = f->create(m, s->d[i].cfg, plug);
-		if (!s->d[i].dev)
-			return -1;
-	}
-	return 0;
-}
-
-void device_set_free(struct device_set *s)
-{
-	if (!s)
-		return;
-	for (unsigned i = s->n; i-- > 0;) {
-		if (s->d[i].dev)
-			s->d[i].f->destroy(s->d[i].dev);
-		opts_free(s->d[i].f->spec, s->d[i].cfg);
-		free(s->d[i].cfg);
-	}
-	free(s->d);
-	free(s);
 }

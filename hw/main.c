@@ -31,9 +31,8 @@
 /* Everything run() builds, so that teardown can undo exactly that. */
 struct brisk {
 	struct cli_opts opts;
-	struct blk_cmdline *blk;
-	bool blk_created;
-	struct device_set *devices;	/* the -device of no disk or board */
+	struct blk_cmdline *blk;	/* -drive, -chardev: the disks' back ends */
+	struct device_set *devices;	/* every -device but the board's, or -export */
 	struct object_set *objects;	/* -object: what devices name by id */
 	const struct board_ops *ops;
 	struct board *board;
@@ -60,45 +59,60 @@ static int objects_parse(struct brisk *b)
 	return 0;
 }
 
-static int blk_parse(struct brisk *b)
+/* -chardev, before any device: vhost-user-blk-pci names them. */
+static int disks_parse(struct brisk *b)
 {
 	const struct cli_opts *o = &b->opts;
 
 	b->blk = blk_cmdline_new();
-	if (!b->blk) {
+	b->devices = device_set_new();
+	if (!b->blk || !b->devices) {
 		error_report("out of memory");
 		return -1;
 	}
 	blk_cmdline_set_objects(b->blk, b->objects);
-	for (unsigned i = 0; i < o->nr_blk; i++) {
-		const struct cli_blk_arg *a = &o->blk[i];
-		int (*parse)(struct blk_cmdline *, const char *) =
-			a->kind == CLI_BLK_DRIVE ? blk_cmdline_drive :
-			a->kind == CLI_BLK_DEVICE ? blk_cmdline_device :
-			a->kind == CLI_BLK_CHARDEV ? blk_cmdline_chardev : blk_cmdline_export;
+	blk_cmdline_set_devices(b->blk, b->devices);
+	for (unsigned i = 0; i < o->nr_chardevs; i++)
+		if (blk_cmdline_chardev(b->blk, o->chardevs[i].arg))
+			return -1;
+	return 0;
+}
 
-		if (parse(b->blk, a->arg))
+/* What only the whole command line tells of the disks, and their files opened. */
+static int disks_finish(struct brisk *b)
+{
+	if (b->opts.snapshot)
+		blk_cmdline_snapshot(b->blk);
+	return blk_cmdline_finish(b->blk) || blk_drives_open(b->blk, b->opts.board.ncpus);
+}
+
+/*
+ * devs (-device, or -export) in command-line order, and among them the
+ * disk each -drive if=virtio makes where the -drive stands.
+ */
+static int devices_add(struct brisk *b, const struct cli_device *devs, unsigned n)
+{
+	const struct cli_opts *o = &b->opts;
+	unsigned d = 0;
+
+	for (unsigned i = 0; i <= n; i++) {
+		for (; d < o->nr_drives && (i == n || o->drives[d].at < devs[i].at); d++)
+			if (blk_cmdline_drive(b->blk, o->drives[d].arg))
+				return -1;
+		if (i < n && device_set_add(b->devices, devs[i].family, devs[i].props,
+					    b->objects))
 			return -1;
 	}
-	if (o->snapshot)
-		blk_cmdline_snapshot(b->blk);
-	return blk_cmdline_finish(b->blk) || blk_drives_open(b->blk, o->board.ncpus);
+	return 0;
 }
 
 static int devices_parse(struct brisk *b)
 {
 	const struct cli_opts *o = &b->opts;
 
-	b->devices = device_set_new();
-	if (!b->devices) {
-		error_report("out of memory");
+	if (disks_parse(b) || devices_add(b, o->devices, o->nr_devices))
 		return -1;
-	}
-	for (unsigned i = 0; i < o->nr_devices; i++)
-		if (device_set_add(b->devices, o->devices[i].family, o->devices[i].props,
-				   b->objects))
-			return -1;
-	if (nic_cmdline_add(o, b->objects, b->devices))
+	if (nic_cmdline_add(o, b->objects, b->devices) || disks_finish(b))
 		return -1;
 	/* As QEMU, which warns of a netdev without a peer and runs. */
 	for (unsigned i = 0; object_set_get(b->objects, i); i++) {
@@ -231,6 +245,24 @@ static int kvm_refuse_unusable(const struct board_ops *ops)
 }
 
 /*
+ * hw/cli.c refuses every -device with -export; a -drive if=virtio makes
+ * its guest's disk only as it is parsed.
+ */
+static int daemon_check(struct brisk *b)
+{
+	const struct device_family *f;
+
+	for (unsigned i = 0; device_set_get(b->devices, i, &f); i++) {
+		if (f->pci_class) {
+			error_report("-drive if=virtio needs a guest; with -export brisk runs "
+				     "none and serves its drives to other processes");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
  * With -export brisk runs no guest: it serves its drives to vhost-user
  * front-ends until a signal (a normal end, exit 0) or -timeout.
  */
@@ -240,10 +272,9 @@ static int run_daemon(struct brisk *b)
 	int64_t deadline = now_ms() + timeout * 1000ll;
 	struct pollfd p;
 
-	if (objects_parse(b) || blk_parse(b) || block_signals(b))
-		return BRISK_EXIT_FAILURE;
-	b->blk_created = true;
-	if (blk_devices_create(b->blk, NULL))
+	if (objects_parse(b) || disks_parse(b) ||
+	    devices_add(b, b->opts.exports, b->opts.nr_exports) || daemon_check(b) ||
+	    disks_finish(b) || block_signals(b) || device_set_create(b->devices, NULL))
 		return BRISK_EXIT_FAILURE;
 	p = (struct pollfd){ .fd = b->sig_fd, .events = POLLIN };
 	for (;;) {
@@ -271,7 +302,7 @@ static int run(struct brisk *b)
 	if (o->nr_exports)
 		return run_daemon(b);
 	/* Everything the command line names is checked before /dev/kvm. */
-	if (objects_parse(b) || blk_parse(b) || devices_parse(b) ||
+	if (objects_parse(b) || devices_parse(b) ||
 	    chardev_check(o->board.serial))
 		return BRISK_EXIT_FAILURE;
 	if (o->dumpdtb && !b->ops->dump_fdt) {
@@ -312,8 +343,7 @@ static int run(struct brisk *b)
 	m->ram_shared = blk_cmdline_shares_ram(b->blk);
 	if (b->ops->init(b->board, m, b->vm) || b->ops->devices(b->board, m))
 		return BRISK_EXIT_FAILURE;
-	b->blk_created = true;
-	if (blk_devices_create(b->blk, m) || device_set_create(b->devices, m))
+	if (device_set_create(b->devices, m))
 		return BRISK_EXIT_FAILURE;
 	if (b->ops->load(b->board, m, &entry) || kvm_vcpus_create(b->vm, &entry) ||
 	    kvm_vcpus_start(b->vm))
@@ -338,8 +368,6 @@ static int teardown(struct brisk *b, int status)
 			status = vm_status;
 	}
 	device_set_free(b->devices);
-	if (b->blk_created)
-		blk_devices_destroy(b->blk);
 	if (b->m.pci)
 		pci_bus_free(b->m.pci);
 	/* Device threads may raise interrupts until they are gone. */

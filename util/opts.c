@@ -517,6 +517,47 @@ void opts_print_help(FILE *f, const struct opt_spec *spec)
 	}
 }
 
+/* Where --help's synopsis lines wrap, and where their next lines start. */
+#define SYNOPSIS_WIDTH 78
+#define SYNOPSIS_INDENT 9
+
+/* ",KEY=VALUE" or "[,KEY=VALUE]" for p: the default when it is one word. */
+static void synopsis_item(const struct opt_prop *p, char *buf, size_t size)
+{
+	bool req = p->flags & OPT_REQUIRED;
+	char list[256], value[280];
+
+	if (p->def && !strpbrk(p->def, " ,")) {
+		snprintf(value, sizeof(value), "%s", p->def);
+	} else if (p->type == OPT_ENUM) {
+		enum_list(p, "|", list, sizeof(list));
+		snprintf(value, sizeof(value), "<%s>", list);
+	} else {
+		snprintf(value, sizeof(value), "<%s>", type_name(p));
+	}
+	snprintf(buf, size, "%s,%s=%s%s", req ? "" : "[", p->name, value, req ? "" : "]");
+}
+
+void opts_print_synopsis(FILE *f, const char *head, const struct opt_spec *spec)
+{
+	int col = fprintf(f, "  %s", head);
+	char item[320];
+
+	check_spec(spec);
+	/* The required properties first, as a command line would give them. */
+	for (int req = 1; req >= 0; req--) {
+		for (const struct opt_prop *p = spec->props; p->name; p++) {
+			if (p->alias || !(p->flags & OPT_REQUIRED) != !req)
+				continue;
+			synopsis_item(p, item, sizeof(item));
+			if (col + (int)strlen(item) > SYNOPSIS_WIDTH)
+				col = fprintf(f, "\n%*s", SYNOPSIS_INDENT, "") - 1;
+			col += fprintf(f, "%s", item);
+		}
+	}
+	fputc('\n', f);
+}
+
 const char *opts_head(const char *arg, const char *form, size_t *len,
 		      const char **rest)
 {

@@ -7,6 +7,8 @@
  *                                                  hw/char/chardev-socket.c)
  *   -device vhost-user-blk-pci,chardev=c0[,num-queues=N][,queue-size=N][,packed=on]
  *
+ * (its command line: hw/block/vhost-user-blk-cmdline.c)
+ *
  * brisk is the transport only (virtio-pci): the guest's requests go from its
  * rings to the back-end and back without a brisk thread (see
  * hw/virtio/vhost-user-frontend.c).  What the disk is (size, features,
@@ -23,7 +25,6 @@
 
 #include "hw/block/virtio-blk.h"
 #include "hw/char/chardev-socket.h"
-#include "hw/device.h"
 #include "hw/machine.h"
 #include "hw/virtio/vhost-user-frontend.h"
 #include "hw/virtio/virtio-plug.h"
@@ -55,139 +56,6 @@ struct vublk {
 	struct virtio_plug *plug;
 	uint16_t nq;
 };
-
-/* ---- the command line ---- */
-
-#define U(f, t) OPT_AT(struct vublk_cfg, f, t)
-static const struct opt_prop vublk_props[] = {
-	{ "chardev", OPT_STR, U(chardev_id, char *), OPT_REQUIRED,
-	  .help = "the -chardev id= of the back-end's socket" },
-	{ "num-queues", OPT_UINT, U(num_queues, unsigned), .min = 1,
-	  .max = VBLK_MAX_QUEUES, .def = "the vCPU count, at most the back-end's",
-	  .help = "request queues" },
-	{ "queue-size", OPT_UINT, U(queue_size, unsigned), OPT_POW2, .min = 2,
-	  .max = VBLK_MAX_QUEUE_SIZE, .def = "256", .help = "ring entries per queue" },
-	VIRTIO_RING_PROPS(struct vublk_cfg, ring),
-	{ NULL },
-};
-#undef U
-static const struct opt_spec vublk_spec = {
-	"-device vhost-user-blk-pci", NULL, vublk_props,
-};
-
-int blk_cmdline_chardev(struct blk_cmdline *c, const char *arg)
-{
-	struct blk_chardev_cfg cd = { 0 };
-
-	if (c->finished) {
-		error_report("-chardev after the command line was closed");
-		return -1;
-	}
-	if (chardev_socket_parse(arg, &cd.sock))
-		return -1;
-	for (unsigned i = 0; i < c->nr_chardevs; i++) {
-		if (!strcmp(c->chardevs[i].sock.id, cd.sock.id)) {
-			error_report("-chardev: duplicate id '%s'", cd.sock.id);
-			goto fail;
-		}
-	}
-	struct blk_chardev_cfg *n = grow(c->chardevs, c->nr_chardevs, sizeof(*n));
-
-	if (!n)
-		goto fail;
-	c->chardevs = n;
-	c->chardevs[c->nr_chardevs++] = cd;
-	return 0;
-fail:
-	chardev_socket_free(&cd.sock);
-	return -1;
-}
-
-int vublk_cmdline_device(struct blk_cmdline *c, const char *arg)
-{
-	struct vublk_cfg vc = {
-		.queue_size = VBLK_DEFAULT_QUEUE_SIZE, .ring = VIRTIO_RING_DEFAULTS,
-	};
-
-	if (blk_parse_named(c, "driver", "vhost-user-blk-pci", NULL, arg, &vublk_spec, &vc))
-		goto fail;
-	struct vublk_cfg *n = grow(c->vublks, c->nr_vublks, sizeof(*n));
-
-	if (!n)
-		goto fail;
-	c->vublks = n;
-	c->vublks[c->nr_vublks++] = vc;
-	return 0;
-fail:
-	free(vc.chardev_id);
-	return -1;
-}
-
-int vublk_cmdline_finish(struct blk_cmdline *c)
-{
-	for (unsigned i = 0; i < c->nr_vublks; i++) {
-		struct vublk_cfg *vc = &c->vublks[i];
-		unsigned j;
-
-		for (j = 0; j < c->nr_chardevs; j++)
-			if (!strcmp(c->chardevs[j].sock.id, vc->chardev_id))
-				break;
-		if (j == c->nr_chardevs) {
-			error_report("-device vhost-user-blk-pci: no -chardev with id=%s",
-				     vc->chardev_id);
-			return -1;
-		}
-		if (c->chardevs[j].used) {
-			error_report("-device vhost-user-blk-pci: chardev %s is already "
-				     "used by another device", vc->chardev_id);
-			return -1;
-		}
-		c->chardevs[j].used = true;
-		vc->chardev = j;
-	}
-	for (unsigned j = 0; j < c->nr_chardevs; j++) {
-		if (!c->chardevs[j].used) {
-			error_report("-chardev: %s is not used by any device (add -device "
-				     "vhost-user-blk-pci,chardev=%s)", c->chardevs[j].sock.id,
-				     c->chardevs[j].sock.id);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-void vublk_cmdline_free(struct blk_cmdline *c)
-{
-	for (unsigned i = 0; i < c->nr_chardevs; i++)
-		chardev_socket_free(&c->chardevs[i].sock);
-	for (unsigned i = 0; i < c->nr_vublks; i++)
-		free(c->vublks[i].chardev_id);
-	free(c->chardevs);
-	free(c->vublks);
-}
-
-int vublk_chardevs_check(const struct blk_cmdline *c)
-{
-	for (unsigned i = 0; i < c->nr_chardevs; i++)
-		if (chardev_socket_check(&c->chardevs[i].sock))
-			return -1;
-	return 0;
-}
-
-bool blk_cmdline_shares_ram(const struct blk_cmdline *c)
-{
-	return c->nr_vublks > 0;
-}
-
-const struct device_family vhost_user_blk_pci_family = {
-	.name = "vhost-user-blk-pci",
-	.help = "a disk served by another process: chardev=ID names its -chardev socket",
-	.spec = &vublk_spec,
-	.kind = DEVICE_BLOCK,
-	.pci_class = 0x018000,	/* mass storage, other */
-};
-
-/* ---- the device ---- */
 
 static void vublk_read_config(struct virtio_device *vdev, uint32_t off, void *buf,
 			      unsigned len)
@@ -328,6 +196,6 @@ void vublk_destroy(struct vublk *s)
 
 void vublk_set_reply_timeout(struct blk_cmdline *c, unsigned i, int ms)
 {
-	assert(i < c->nr_vublks && c->vublks[i].dev);
-	vhu_frontend_set_timeout(c->vublks[i].dev->f, ms);
+	assert(i < c->nr_vublks && c->vublks[i] && c->vublks[i]->dev);
+	vhu_frontend_set_timeout(c->vublks[i]->dev->f, ms);
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * -drive, -device virtio-blk-pci and -export vhost-user-blk: a pure parser
- * from strings to blk_cmdline.  Nothing here touches files, so it can be fuzzed on its own.
+ * -drive, and the families of -device virtio-blk-pci and -export
+ * vhost-user-blk: a pure parser from strings to blk_cmdline and the
+ * device set.  Nothing here touches files, so it can be fuzzed on its own.
  *
  * Syntax follows QEMU's option strings: KEY=VALUE pairs separated by ',',
  * and ",," inside a value stands for one literal ','.
@@ -18,33 +19,6 @@
 #include "hw/virtio/virtio-plug.h"
 #include "util/log.h"
 #include "virtio-blk-int.h"
-
-int blk_parse_named(struct blk_cmdline *c, const char *form, const char *name,
-		    const char *known, const char *arg, const struct opt_spec *spec,
-		    void *cfg)
-{
-	const char *what = spec->what, *rest;
-	size_t len;
-	const char *head = opts_head(arg, form, &len, &rest);
-	int r;
-
-	/* spec->what is "-device NAME": the option alone, for the messages below. */
-	len = strcspn(what, " ");
-	if (c->finished) {
-		error_report("%.*s after the command line was closed", (int)len, what);
-		return -1;
-	}
-	if (strlen(name) != strcspn(head, ",") || strncmp(head, name, strlen(name))) {
-		error_report("%.*s %s: brisk's %.*s knows only %s", (int)len, what, arg,
-			     (int)len, what, known ? known : name);
-		return -1;
-	}
-	r = opts_parse(spec, rest, cfg);
-	/* hw/cli.c answers "help" before anything is parsed here. */
-	if (r == OPTS_HELP)
-		error_report("%s: help is not a property (brisk %s,help lists them)", what, what);
-	return r ? -1 : 0;
-}
 
 struct blk_cmdline *blk_cmdline_new(void)
 {
@@ -104,6 +78,23 @@ const struct opt_spec blk_drive_spec = { "-drive", NULL, drive_props };
 
 static int drive_add_device(struct blk_cmdline *c, unsigned drive);
 
+/* Where -drive if=virtio puts its disk: the caller's set, or one of c's own. */
+static struct device_set *devices(struct blk_cmdline *c)
+{
+	if (!c->devices) {
+		c->devices = device_set_new();
+		c->own_devices = true;
+		if (!c->devices)
+			error_report("out of memory");
+	}
+	return c->devices;
+}
+
+void blk_cmdline_set_devices(struct blk_cmdline *c, struct device_set *s)
+{
+	c->devices = s;
+}
+
 static struct blk_drive_cfg *find_drive(struct blk_cmdline *c, const char *id)
 {
 	for (unsigned i = 0; i < c->nr_drives; i++)
@@ -161,58 +152,48 @@ fail:
 	return -1;
 }
 
-static void device_defaults(struct blk_device_cfg *dc)
-{
-	*dc = (struct blk_device_cfg){
-		.ring = VIRTIO_RING_DEFAULTS,
-		.queue_size = VBLK_DEFAULT_QUEUE_SIZE,
-		.poll_us = VBLK_DEFAULT_POLL_US, .iothreads = 1,
-	};
-}
+static const struct blk_device_cfg vblk_pci_defaults = {
+	.ring = VIRTIO_RING_DEFAULTS,
+	.queue_size = VBLK_DEFAULT_QUEUE_SIZE,
+	.poll_us = VBLK_DEFAULT_POLL_US, .iothreads = 1,
+};
 
-static int push_device(struct blk_cmdline *c, struct blk_device_cfg *dc)
-{
-	struct blk_device_cfg *n = grow(c->devs, c->nr_devs, sizeof(*n));
-
-	if (!n)
-		return -1;
-	c->devs = n;
-	c->devs[c->nr_devs++] = *dc;
-	return 0;
-}
-
-/* The device an if=virtio drive makes for itself, with default settings. */
+/* The disk an if=virtio drive makes for itself, with default settings. */
 static int drive_add_device(struct blk_cmdline *c, unsigned drive)
 {
-	struct blk_device_cfg dc;
+	struct device_set *s = devices(c);
+	struct blk_device_cfg *dc = s ? malloc(sizeof(*dc)) : NULL;
 
-	device_defaults(&dc);
-	dc.drive = drive;
-	c->drives[drive].used = true;
-	if (push_device(c, &dc) < 0) {
-		c->nr_drives--;
-		drive_cfg_clear(&c->drives[c->nr_drives]);
+	if (!dc) {
+		if (s)
+			error_report("out of memory");
 		return -1;
 	}
-	return 0;
+	*dc = vblk_pci_defaults;
+	dc->drive = drive;
+	c->drives[drive].used = true;
+	return device_set_add_cfg(s, &virtio_blk_pci_family, dc, c->objects);
 }
 
 #define V(f, t) OPT_AT(struct blk_device_cfg, f, t)
+/* What a disk and an export serve alike: the serial, and the I/O threads that poll. */
+#define VBLK_SERVE_PROPS								\
+	{ "serial", OPT_STRBUF, V(serial, char[VBLK_SERIAL_LEN + 1]),			\
+	  OPT_PRINTABLE | OPT_EMPTY, .max = VBLK_SERIAL_LEN,				\
+	  .help = "the disk's serial (GET_ID)" },					\
+	{ "poll-us", OPT_UINT, V(poll_us, unsigned), .max = VBLK_MAX_POLL_US,		\
+	  .def = "2000", .help = "how long an idle I/O thread polls its rings" },	\
+	{ "iothreads", OPT_UINT, V(iothreads, unsigned), .min = 1,			\
+	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "I/O threads; queue i runs on i % N" }
 static const struct opt_prop device_props[] = {
 	{ "drive", OPT_STR, V(drive_id, char *), OPT_REQUIRED,
 	  .help = "the -drive id= this disk serves" },
 	VIRTIO_RING_PROPS(struct blk_device_cfg, ring),
-	{ "num-queues", OPT_UINT, V(num_queues, unsigned), .min = 1,
-	  .max = VBLK_MAX_QUEUES, .def = "the vCPU count", .help = "request queues" },
-	{ "queue-size", OPT_UINT, V(queue_size, unsigned), OPT_POW2, .min = 2,
-	  .max = VBLK_MAX_QUEUE_SIZE, .def = "256", .help = "ring entries per queue" },
-	{ "serial", OPT_STRBUF, V(serial, char[VBLK_SERIAL_LEN + 1]),
-	  OPT_PRINTABLE | OPT_EMPTY, .max = VBLK_SERIAL_LEN,
-	  .help = "the disk's serial (GET_ID)" },
-	{ "poll-us", OPT_UINT, V(poll_us, unsigned), .max = VBLK_MAX_POLL_US,
-	  .def = "2000", .help = "how long an idle I/O thread polls its rings" },
-	{ "iothreads", OPT_UINT, V(iothreads, unsigned), .min = 1,
-	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "I/O threads; queue i runs on i % N" },
+	VIRTIO_NUM_QUEUES_PROP(struct blk_device_cfg, num_queues, VBLK_MAX_QUEUES,
+			       "the vCPU count", "request queues"),
+	VIRTIO_QUEUE_SIZE_PROP(struct blk_device_cfg, queue_size, VBLK_MAX_QUEUE_SIZE,
+			       "ring entries per queue"),
+	VBLK_SERVE_PROPS,
 	{ "irq-coalesce-us", OPT_UINT, V(irq_coalesce_us, unsigned),
 	  .max = VBLK_MAX_COALESCE_US, .def = "0",
 	  .help = "hold a batch's interrupt up to this long" },
@@ -242,95 +223,107 @@ static const struct opt_prop export_props[] = {
 	  .help = "the Unix socket to listen on" },
 	{ "addr.type", OPT_ENUM, OPT_NOWHERE, OPT_NOSTORE, .names = (const char *const[]){ "unix", NULL },
 	  .def = "unix", .why = "brisk serves Unix sockets only", .help = "the socket's kind" },
-	{ "num-queues", OPT_UINT, V(num_queues, unsigned), .min = 1,
-	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "request queues offered" },
-	{ "queue-size", OPT_UINT, V(queue_size, unsigned), OPT_POW2, .min = 2,
-	  .max = VBLK_MAX_QUEUE_SIZE, .def = "256", .help = "ring entries per queue, at most" },
+	VIRTIO_NUM_QUEUES_PROP(struct blk_device_cfg, num_queues, VBLK_MAX_QUEUES,
+			       "1", "request queues offered"),
+	VIRTIO_QUEUE_SIZE_PROP(struct blk_device_cfg, queue_size, VBLK_MAX_QUEUE_SIZE,
+			       "ring entries per queue, at most"),
 	{ "writable", OPT_BOOL, V(writable, bool), .def = "off",
 	  .help = "take the front ends' writes" },
-	{ "serial", OPT_STRBUF, V(serial, char[VBLK_SERIAL_LEN + 1]),
-	  OPT_PRINTABLE | OPT_EMPTY, .max = VBLK_SERIAL_LEN,
-	  .help = "the disk's serial (GET_ID)" },
-	{ "poll-us", OPT_UINT, V(poll_us, unsigned), .max = VBLK_MAX_POLL_US,
-	  .def = "2000", .help = "how long an idle I/O thread polls its rings" },
-	{ "iothreads", OPT_UINT, V(iothreads, unsigned), .min = 1,
-	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "I/O threads; queue i runs on i % N" },
+	VBLK_SERVE_PROPS,
 	{ NULL },
 };
+#undef VBLK_SERVE_PROPS
 #undef V
 const struct opt_spec blk_export_spec = {
 	"-export vhost-user-blk", NULL, export_props,
 };
 
-static void device_cfg_clear(struct blk_device_cfg *dc)
+static int vblk_pci_check(void *cfg)
 {
-	free(dc->drive_id);
-	free(dc->export_id);
-	free(dc->socket_path);
-	free(dc->iothread_id);
+	const struct blk_device_cfg *dc = cfg;
+
+	if (dc->physical_block_size && dc->physical_block_size < dc->logical_block_size) {
+		error_report("-device virtio-blk-pci: physical_block_size=%u is smaller than "
+			     "logical_block_size=%u", dc->physical_block_size,
+			     dc->logical_block_size);
+		return -1;
+	}
+	return 0;
+}
+
+/* The front-end picks among what is offered: offer every ring kind. */
+static const struct blk_device_cfg export_defaults = {
+	.ring = { .packed = true, .event_idx = true, .indirect_desc = true },
+	.num_queues = VBLK_EXPORT_QUEUES,
+	.queue_size = VBLK_DEFAULT_QUEUE_SIZE,
+	.iothreads = 1, .poll_us = VBLK_DEFAULT_POLL_US,
+};
+
+static int export_check(void *cfg)
+{
+	const struct blk_device_cfg *dc = cfg;
+
+	if (dc->iothreads > dc->num_queues) {
+		error_report("-export vhost-user-blk: iothreads=%u exceeds num-queues=%u",
+			     dc->iothreads, dc->num_queues);
+		return -1;
+	}
+	return 0;
+}
+
+/* An export's id and socket are its own among the exports. */
+static int export_unique(const struct blk_cmdline *c, const struct blk_device_cfg *dc)
+{
+	for (unsigned i = 0; i < c->nr_devs && c->devs[i] != dc; i++) {
+		const struct blk_device_cfg *o = c->devs[i];
+
+		if (o->export_id && !strcmp(o->export_id, dc->export_id)) {
+			error_report("-export: duplicate id '%s'", dc->export_id);
+			return -1;
+		}
+		if (o->socket_path && !strcmp(o->socket_path, dc->socket_path)) {
+			error_report("-export %s: socket %s is already used by export %s",
+				     dc->export_id, dc->socket_path, o->export_id);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * What -device or -export does with arg (NAME,...), for callers of
+ * hw/block alone (its tests and fuzzers): NAME among hw/block's families,
+ * the rest parsed and kept by the device set, as hw/main.c does.
+ */
+static int blk_cmdline_add(struct blk_cmdline *c, const char *opt, const char *form,
+			   const char *arg, const struct device_family *const *families)
+{
+	struct device_set *s = devices(c);
+	const char *rest;
+	size_t len;
+	const char *name = opts_head(arg, form, &len, &rest);
+
+	if (c->finished) {
+		error_report("%s after the command line was closed", opt);
+		return -1;
+	}
+	for (; *families; families++)
+		if (strlen((*families)->name) == len && !strncmp((*families)->name, name, len))
+			return s ? device_set_add(s, *families, rest, c->objects) : -1;
+	error_report("%s: unknown '%.*s'", opt, (int)len, name);
+	return -1;
 }
 
 int blk_cmdline_device(struct blk_cmdline *c, const char *arg)
 {
-	struct blk_device_cfg dc;
-	const char *rest;
-	size_t len;
-	const char *head = opts_head(arg, "driver", &len, &rest);
-
-	if (len == strlen("vhost-user-blk-pci") && !strncmp(head, "vhost-user-blk-pci", len))
-		return vublk_cmdline_device(c, arg);
-	device_defaults(&dc);
-	if (blk_parse_named(c, "driver", "virtio-blk-pci",
-			    "virtio-blk-pci and vhost-user-blk-pci", arg, &device_spec, &dc))
-		goto fail;
-	if (dc.physical_block_size && dc.physical_block_size < dc.logical_block_size) {
-		error_report("-device virtio-blk-pci: physical_block_size=%u is smaller than "
-			     "logical_block_size=%u", dc.physical_block_size,
-			     dc.logical_block_size);
-		goto fail;
-	}
-	if (push_device(c, &dc) < 0)
-		goto fail;
-	return 0;
-fail:
-	device_cfg_clear(&dc);
-	return -1;
+	return blk_cmdline_add(c, "-device", "driver", arg, (const struct device_family *[]){
+		&virtio_blk_pci_family, &vhost_user_blk_pci_family, NULL });
 }
 
 int blk_cmdline_export(struct blk_cmdline *c, const char *arg)
 {
-	struct blk_device_cfg dc;
-
-	/* The front-end picks among what is offered: offer every ring kind. */
-	device_defaults(&dc);
-	dc.ring.packed = true;
-	dc.num_queues = VBLK_EXPORT_QUEUES;
-	if (blk_parse_named(c, "type", "vhost-user-blk", NULL, arg, &blk_export_spec, &dc))
-		goto fail;
-	if (dc.iothreads > dc.num_queues) {
-		error_report("-export vhost-user-blk: iothreads=%u exceeds num-queues=%u",
-			     dc.iothreads, dc.num_queues);
-		goto fail;
-	}
-	for (unsigned i = 0; i < c->nr_devs; i++) {
-		const struct blk_device_cfg *o = &c->devs[i];
-
-		if (o->export_id && !strcmp(o->export_id, dc.export_id)) {
-			error_report("-export: duplicate id '%s'", dc.export_id);
-			goto fail;
-		}
-		if (o->socket_path && !strcmp(o->socket_path, dc.socket_path)) {
-			error_report("-export %s: socket %s is already used by export %s",
-				     dc.export_id, dc.socket_path, o->export_id);
-			goto fail;
-		}
-	}
-	if (push_device(c, &dc) < 0)
-		goto fail;
-	return 0;
-fail:
-	device_cfg_clear(&dc);
-	return -1;
+	return blk_cmdline_add(c, "-export", "type", arg, (const struct device_family *[]){
+		&vhost_user_blk_export_family, NULL });
 }
 
 static bool iothread_found(const struct blk_cmdline *c, const char *id)
@@ -351,18 +344,51 @@ void blk_cmdline_snapshot(struct blk_cmdline *c)
 	c->snapshot = true;
 }
 
+/*
+ * The disks of the device set, in its order, into devs and vublks: what
+ * finish ties to their back ends.
+ */
+static int collect(struct blk_cmdline *c)
+{
+	const struct device_family *f;
+	void *cfg;
+
+	for (unsigned i = 0; c->devices && (cfg = device_set_get(c->devices, i, &f)); i++) {
+		if (f == &vhost_user_blk_pci_family) {
+			struct vublk_cfg **n = grow(c->vublks, c->nr_vublks, sizeof(*n));
+
+			if (!n)
+				return -1;
+			c->vublks = n;
+			c->vublks[c->nr_vublks++] = cfg;
+		} else if (f == &virtio_blk_pci_family || f == &vhost_user_blk_export_family) {
+			struct blk_device_cfg **n = grow(c->devs, c->nr_devs, sizeof(*n));
+
+			if (!n)
+				return -1;
+			c->devs = n;
+			c->devs[c->nr_devs++] = cfg;
+		}
+	}
+	return 0;
+}
+
 int blk_cmdline_finish(struct blk_cmdline *c)
 {
 	if (c->finished)
 		return 0;
+	if (collect(c) < 0)
+		return -1;
 	for (unsigned i = 0; i < c->nr_drives; i++)
 		c->drives[i].snapshot |= c->snapshot;
 	for (unsigned i = 0; i < c->nr_devs; i++) {
-		struct blk_device_cfg *dc = &c->devs[i];
+		struct blk_device_cfg *dc = c->devs[i];
 		const char *w = dc->socket_path ? "-export vhost-user-blk" :
 				"-device virtio-blk-pci";
 		struct blk_drive_cfg *d;
 
+		if (dc->socket_path && export_unique(c, dc) < 0)
+			return -1;
 		if (dc->iothread_id && !iothread_found(c, dc->iothread_id))
 			return -1;
 		if (!dc->drive_id)
@@ -389,6 +415,9 @@ int blk_cmdline_finish(struct blk_cmdline *c)
 		d->used = true;
 		dc->drive = (unsigned)(d - c->drives);
 	}
+	/* The drives move no more: each disk can hold its own. */
+	for (unsigned i = 0; i < c->nr_devs; i++)
+		c->devs[i]->d = &c->drives[c->devs[i]->drive];
 	if (vublk_cmdline_finish(c) < 0)
 		return -1;
 	for (unsigned i = 0; i < c->nr_drives; i++) {
@@ -408,84 +437,104 @@ void blk_cmdline_free(struct blk_cmdline *c)
 {
 	if (!c)
 		return;
+	if (c->own_devices)
+		device_set_free(c->devices);
 	for (unsigned i = 0; i < c->nr_drives; i++)
 		drive_cfg_clear(&c->drives[i]);
-	for (unsigned i = 0; i < c->nr_devs; i++)
-		device_cfg_clear(&c->devs[i]);
 	vublk_cmdline_free(c);
 	free(c->drives);
 	free(c->devs);
 	free(c);
 }
 
-/*
- * What the command line named, made: the one place that decides which
- * transport carries each disk.
- */
+/* For callers of hw/block alone: its own device set made, as hw/main.c makes its. */
 int blk_devices_create(struct blk_cmdline *c, struct machine *m)
 {
 	if ((!c->finished && blk_cmdline_finish(c) < 0) ||
 	    blk_drives_open_files(c, m ? m->ncpus : 1) < 0)
 		return -1;
-	for (unsigned i = 0; i < c->nr_devs; i++) {
-		struct blk_device_cfg *dc = &c->devs[i];
-		struct blk_drive_cfg *d = &c->drives[dc->drive];
-		struct blk_file *f = d->f;
-		struct virtio_plug *plug;
-
-		/* The device owns the file from here, whatever happens. */
-		d->f = NULL;
-		/* An export serves whatever memory its front end brings. */
-		if (dc->socket_path) {
-			plug = vu_backend_plug(dc->socket_path);
-			dc->dev = plug ? vblk_create(NULL, 1, f, d, dc, plug) : NULL;
-		} else {
-			plug = virtio_pci_plug(m, virtio_blk_pci_family.pci_class);
-			dc->dev = plug ? vblk_create(&m->mem, m->ncpus, f, d, dc, plug) : NULL;
-		}
-		if (!plug)
-			blk_file_close(f);
-		if (!dc->dev)
-			return -1;
-	}
-	for (unsigned i = 0; i < c->nr_vublks; i++) {
-		struct vublk_cfg *vc = &c->vublks[i];
-		struct virtio_plug *plug =
-			virtio_pci_plug(m, vhost_user_blk_pci_family.pci_class);
-
-		vc->dev = plug ? vublk_create(m, &c->chardevs[vc->chardev], vc, plug) : NULL;
-		if (!vc->dev)
-			return -1;
-	}
-	return 0;
+	return c->own_devices ? device_set_create(c->devices, m) : 0;
 }
 
 void blk_devices_destroy(struct blk_cmdline *c)
 {
-	if (!c)
+	if (!c || !c->own_devices)
 		return;
-	/* A front-end lets go of its back-end before the back-end goes. */
-	for (unsigned i = 0; i < c->nr_vublks; i++) {
-		vublk_destroy(c->vublks[i].dev);
-		c->vublks[i].dev = NULL;
+	device_set_free(c->devices);
+	c->devices = NULL;
+	c->own_devices = false;
+	for (unsigned i = 0; i < c->nr_devs; i++)
+		c->devs[i] = NULL;
+	for (unsigned i = 0; i < c->nr_vublks; i++)
+		c->vublks[i] = NULL;
+}
+
+/* The device owns the drive's file from here, whatever happens. */
+static struct blk_file *take_file(const struct blk_device_cfg *dc)
+{
+	struct blk_file *f = dc->d->f;
+
+	dc->d->f = NULL;
+	return f;
+}
+
+/*
+ * The live device is kept beside its config, where blk_device_set_clock()
+ * and the other hooks for tests find it.
+ */
+static void *vblk_pci_create(struct machine *m, const void *cfg, struct virtio_plug *plug)
+{
+	struct blk_device_cfg *dc = (struct blk_device_cfg *)cfg;
+
+	dc->dev = vblk_create(&m->mem, m->ncpus, take_file(dc), dc->d, dc, plug);
+	return dc->dev;
+}
+
+/* An export serves whatever memory its front end brings. */
+static void *export_create(struct machine *m, const void *cfg, struct virtio_plug *plug)
+{
+	struct blk_device_cfg *dc = (struct blk_device_cfg *)cfg;
+	struct blk_file *f = take_file(dc);
+
+	(void)m;
+	(void)plug;
+	plug = vu_backend_plug(dc->socket_path);
+	if (!plug) {
+		blk_file_close(f);
+		return NULL;
 	}
-	for (unsigned i = 0; i < c->nr_devs; i++) {
-		vblk_destroy(c->devs[i].dev);
-		c->devs[i].dev = NULL;
-	}
+	dc->dev = vblk_create(NULL, 1, f, dc->d, dc, plug);
+	return dc->dev;
+}
+
+static void vblk_family_destroy(void *dev)
+{
+	vblk_destroy(dev);
 }
 
 const struct device_family vhost_user_blk_export_family = {
 	.name = "vhost-user-blk",
 	.help = "a drive served to vhost-user front ends on a Unix socket; no guest",
 	.spec = &blk_export_spec,
-	.kind = DEVICE_BLOCK,
+	.kind = DEVICE_PLUGGED,
+	.cfg_size = sizeof(struct blk_device_cfg),
+	.defaults = &export_defaults,
+	.check = export_check,
+	.order = -2,	/* with the disks, as they were one list */
+	.create = export_create,
+	.destroy = vblk_family_destroy,
 };
 
 const struct device_family virtio_blk_pci_family = {
 	.name = "virtio-blk-pci",
 	.help = "a disk served by brisk: drive=ID names its -drive",
 	.spec = &device_spec,
-	.kind = DEVICE_BLOCK,
+	.kind = DEVICE_PLUGGED,
+	.cfg_size = sizeof(struct blk_device_cfg),
+	.defaults = &vblk_pci_defaults,
+	.check = vblk_pci_check,
 	.pci_class = 0x018000,	/* mass storage, other */
+	.order = -2,
+	.create = vblk_pci_create,
+	.destroy = vblk_family_destroy,
 };

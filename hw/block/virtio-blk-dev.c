@@ -446,7 +446,7 @@ static struct blk_file *drive_open(const struct blk_drive_cfg *d)
 int blk_drives_open_files(struct blk_cmdline *c, unsigned ncpus)
 {
 	for (unsigned i = 0; i < c->nr_devs; i++) {
-		const struct blk_device_cfg *dc = &c->devs[i];
+		const struct blk_device_cfg *dc = c->devs[i];
 		unsigned nq = vblk_queues(dc, ncpus);
 
 		/* An export's num-queues is its own: checked as it was parsed. */
@@ -474,7 +474,7 @@ int blk_drives_open(struct blk_cmdline *c, unsigned ncpus)
 void blk_device_set_clock(struct blk_cmdline *c, unsigned i, uint64_t (*now_ns)(void))
 {
 	assert(i < c->nr_devs);
-	struct vblk *s = c->devs[i].dev;
+	struct vblk *s = c->devs[i]->dev;
 
 	assert(s && !(s->vdev.status & VIRTIO_CONFIG_S_DRIVER_OK));
 	s->now_ns = now_ns;
@@ -483,7 +483,7 @@ void blk_device_set_clock(struct blk_cmdline *c, unsigned i, uint64_t (*now_ns)(
 int blk_device_irq_timer_fd(struct blk_cmdline *c, unsigned i, unsigned q)
 {
 	assert(i < c->nr_devs);
-	struct vblk *s = c->devs[i].dev;
+	struct vblk *s = c->devs[i]->dev;
 
 	assert(s && q < s->nq);
 	return s->q[q].irq_timer_fd;

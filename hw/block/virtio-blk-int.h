@@ -5,7 +5,7 @@
 /*
  * Shared between the command-line parser and the device, private to
  * hw/block.  The parser only fills these structs from strings; files are
- * opened and devices built by blk_devices_create().
+ * opened by blk_drives_open(), devices built by their families' create.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +26,7 @@
 #define VBLK_MAX_BLOCK_SIZE (2u << 20)	/* QEMU's bound for both block sizes */
 #define VBLK_EXPORT_QUEUES 1
 
+struct device_set;
 struct vblk;
 
 struct blk_drive_cfg {
@@ -46,6 +47,7 @@ struct blk_drive_cfg {
 struct blk_device_cfg {
 	char *drive_id;		/* NULL when made by an if=virtio drive */
 	unsigned drive;		/* index into drives, set by finish */
+	struct blk_drive_cfg *d;	/* drives[drive], set by finish */
 	struct virtio_ring_opts ring;
 	unsigned num_queues;	/* 0: one per vCPU, resolved at create */
 	unsigned queue_size;
@@ -77,21 +79,28 @@ struct blk_chardev_cfg {
 struct vublk;
 struct vublk_cfg {
 	char *chardev_id;
-	unsigned chardev;	/* index into chardevs, set by finish */
+	const struct blk_chardev_cfg *cd;	/* its -chardev, set by finish */
 	unsigned num_queues;	/* 0: one per vCPU, at most what the back-end serves */
 	unsigned queue_size;
 	struct virtio_ring_opts ring;
 	struct vublk *dev;	/* the live device, once created */
 };
 
+/*
+ * The disks' back ends, and (from finish on) the disks of the device set
+ * that name them: their configs belong to the set.
+ */
 struct blk_cmdline {
 	struct blk_drive_cfg *drives;
 	unsigned nr_drives;
-	struct blk_device_cfg *devs;
-	unsigned nr_devs;
 	struct blk_chardev_cfg *chardevs;
 	unsigned nr_chardevs;
-	struct vublk_cfg *vublks;
+	/* Where -drive if=virtio puts its disk: the caller's, or own. */
+	struct device_set *devices;
+	bool own_devices;
+	struct blk_device_cfg **devs;	/* virtio-blk-pci and exports, in order */
+	unsigned nr_devs;
+	struct vublk_cfg **vublks;
 	unsigned nr_vublks;
 	bool snapshot;		/* -snapshot: every drive */
 	bool finished;
@@ -101,19 +110,8 @@ struct blk_cmdline {
 /* hw/block/virtio-blk-cmdline.c */
 /* arr with room for one more zeroed element at nr; NULL (reported) if none. */
 void *grow(void *arr, unsigned nr, size_t elem);
-/*
- * "NAME,KEY=VALUE,..." or QEMU's spelled-out "FORM=NAME,...", e.g.
- * driver=virtio-blk-pci for -device, type=vhost-user-blk for -export:
- * checks that the first item names `name` (else says brisk's option
- * knows only `known`, or `name` when NULL), then parses the rest by spec.
- */
-int blk_parse_named(struct blk_cmdline *c, const char *form, const char *name,
-		    const char *known, const char *arg, const struct opt_spec *spec,
-		    void *cfg);
 
-/* hw/block/vhost-user-blk.c */
-/* "-device vhost-user-blk-pci,..." */
-int vublk_cmdline_device(struct blk_cmdline *c, const char *arg);
+/* hw/block/vhost-user-blk-cmdline.c */
 /* Ties each device to its -chardev; -1 after one line if one is missing. */
 int vublk_cmdline_finish(struct blk_cmdline *c);
 void vublk_cmdline_free(struct blk_cmdline *c);

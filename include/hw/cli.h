@@ -28,25 +28,21 @@ enum cli_action {
 	CLI_VALUES_HELP,	/* -cpu help, -display help...: the values taken */
 };
 
-enum cli_blk_kind { CLI_BLK_DRIVE, CLI_BLK_DEVICE, CLI_BLK_EXPORT, CLI_BLK_CHARDEV };
-
-/*
- * A -drive, -device virtio-blk-pci/vhost-user-blk-pci, -chardev or -export
- * argument, in command-line order: hw/block parses them together.
- */
-struct cli_blk_arg {
-	enum cli_blk_kind kind;
+/* A -drive or -chardev: a disk's back end, which hw/block parses. */
+struct cli_arg {
 	const char *arg;
+	unsigned at;		/* its place in argv */
 };
 
 /*
  * The parsed command line.  Strings point into argv.  Parsing opens no
  * file and touches no global state, so it can be fuzzed.
  */
-/* A -device of the table's DEVICE_PLUGGED kind, made by hw/main.c. */
+/* A -device of the table's DEVICE_PLUGGED kind, or an -export, made by hw/main.c. */
 struct cli_device {
 	const struct device_family *family;
 	const char *props;		/* what follows its name */
+	unsigned at;			/* its place in argv */
 };
 
 /* An -object, made by hw/main.c before any device. */
@@ -88,10 +84,15 @@ struct cli_opts {
 	unsigned nr_objects;
 	struct cli_nic nics[CLI_MAX_NICS];
 	unsigned nr_nics;
-	struct cli_blk_arg blk[CLI_MAX_BLK_ARGS];
-	unsigned nr_blk;
+	/* -drive, -chardev and -export: at most CLI_MAX_BLK_ARGS together. */
+	struct cli_arg drives[CLI_MAX_BLK_ARGS];
+	unsigned nr_drives;
+	struct cli_arg chardevs[CLI_MAX_BLK_ARGS];
+	unsigned nr_chardevs;
 	/* With -export brisk runs no guest: it serves its disks to others. */
+	struct cli_device exports[CLI_MAX_BLK_ARGS];
 	unsigned nr_exports;
+	unsigned at;			/* the option being parsed */
 };
 
 /* 0 on success; -1 after one error line. */

@@ -23,8 +23,6 @@ enum device_kind {
 	DEVICE_PLUGGED,
 	/* Part of the board: parsed into board_cfg at board_offset. */
 	DEVICE_BOARD,
-	/* A disk: parsed with the -drive/-chardev it names, by hw/block. */
-	DEVICE_BLOCK,
 };
 
 struct device_family {
@@ -55,9 +53,16 @@ struct device_family {
 	 */
 	uint32_t pci_class;
 	/*
+	 * Members are made in ascending order, then in the order added: the
+	 * disks (below 0) take the first PCI slots, whatever else the guest
+	 * has, so that adding a NIC moves no disk.
+	 */
+	int order;
+	/*
 	 * DEVICE_PLUGGED: makes one on m's board, plugged into plug (NULL
 	 * for a family without pci_class), which it owns from here on even
-	 * when it fails; NULL after one line.
+	 * when it fails; NULL after one line.  m is NULL for an export,
+	 * which serves other processes' guests.
 	 */
 	void *(*create)(struct machine *m, const void *cfg, struct virtio_plug *plug);
 	/* Undoes create, after the vCPUs have stopped. */
@@ -66,7 +71,7 @@ struct device_family {
 
 /*
  * hw/devices.c: the table of every family, and the table of what
- * -export can serve (its types, parsed by hw/block like disks).
+ * -export can serve (its types, parsed and made like devices).
  */
 /* The family named by the len bytes at name; NULL if none. */
 const struct device_family *device_find(const char *name, size_t len);
@@ -74,8 +79,13 @@ const struct device_family *export_find(const char *name, size_t len);
 /* "-device help", "-export help": every family with its line. */
 void device_print_list(FILE *f);
 void export_print_list(FILE *f);
+/* --help: each family's properties, from its table, and its line. */
+void device_print_synopses(FILE *f);
 
-/* -device NAME,... arguments of DEVICE_PLUGGED families, made in order. */
+/*
+ * hw/device-set.c: the -device NAME,... and -export TYPE,... arguments of
+ * DEVICE_PLUGGED families, made in order.
+ */
 struct device_set;
 struct device_set *device_set_new(void);
 /*
@@ -84,9 +94,21 @@ struct device_set *device_set_new(void);
  */
 int device_set_add(struct device_set *s, const struct device_family *f,
 		   const char *arg, const struct object_set *objects);
+/*
+ * Adds a member whose config its back end made (the disk of a -drive
+ * if=virtio), resolved in objects; s owns cfg from here on, even on
+ * failure.  -1 after one line.
+ */
+int device_set_add_cfg(struct device_set *s, const struct device_family *f, void *cfg,
+		       const struct object_set *objects);
+/* The i-th member's config (and *f its family) in the order added; NULL past the last. */
+void *device_set_get(const struct device_set *s, unsigned i, const struct device_family **f);
 /* Whether some member's claims() took cfg (an -object set member's config). */
 bool device_set_claimed(const struct device_set *s, const void *cfg);
-/* Creates every member on m; -1 after one line (destroy undoes it). */
+/*
+ * Creates every member on m (NULL: exports only), in their families'
+ * order; -1 after one line (device_set_free() undoes it, in reverse).
+ */
 int device_set_create(struct device_set *s, struct machine *m);
 void device_set_free(struct device_set *s);
 

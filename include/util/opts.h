@@ -94,6 +94,13 @@ void *opts_parse_new(const struct opt_spec *spec, size_t size, const void *defau
 		     const char *arg, int (*check)(void *cfg));
 /* spec's properties with type, default and help, as "-device X,help" shows. */
 void opts_print_help(FILE *f, const struct opt_spec *spec);
+/*
+ * The same properties in one wrapped synopsis for --help, after head
+ * ("-device NAME"): KEY=VALUE for each, the required ones first and the
+ * others in brackets; VALUE is the default where that is one word, else
+ * the type.
+ */
+void opts_print_synopsis(FILE *f, const char *head, const struct opt_spec *spec);
 
 /*
  * The first item of arg, "NAME" or FORM=NAME (QEMU's spelled-out

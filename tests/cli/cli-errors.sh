@@ -179,6 +179,23 @@ expect_ok "^  hostfwd=<str, repeatable>" -netdev user,help
 expect_ok "^  hostfwd=<str, repeatable>" -nic user,help
 expect_ok "^  hostfwd=<str, repeatable>" -net nic -net user,help
 expect_ok "^  path=<str>" -chardev socket,help
+# --help gives every property of every device and export that NAME,help
+# lists (aliases aside), after "-device NAME" or "-export TYPE".
+"$brisk" --help >"$tmp/help"
+for opt in -device -export; do
+	for d in $("$brisk" "$opt" help | sed -n 's/^  \([^ ]*\) .*/\1/p'); do
+		# The entry: its first line up to the next option's.
+		awk -v h="  $opt $d" 'index($0, h) == 1 && substr($0, length(h) + 1, 1) ~ /^(,|\[|)$/ \
+			{ on = 1; print; next } on && /^  -/ { exit } on' "$tmp/help" >"$tmp/entry"
+		missing=
+		for p in $("$brisk" "$opt" "$d,help" | grep -v ' - the same as ' |
+			   sed -n 's/^  \([^=]*\)=.*/\1/p'); do
+			tr -d ' \n' <"$tmp/entry" | grep -qF ",$p=" || missing="$missing $p"
+		done
+		[ -s "$tmp/entry" ] && [ -z "$missing" ] && ok=true || ok=false
+		tap_check "--help lists $opt $d with every property${missing:+ (missing:$missing)}" $ok
+	done
+done
 expect_ok "^  base=<utc|localtime>" -rtc help
 expect_ok "^  size=<size>" -m help
 expect_ok "^  host,migratable=off\$" -cpu help

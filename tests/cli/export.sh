@@ -57,6 +57,8 @@ refused "duplicate id" -drive "$D" -drive "file=$disk,if=none,id=d1" \
 refused "-kernel needs a guest" -kernel /nonexistent -drive "$D" -export "$E"
 refused "virtio-blk-pci needs a guest" -drive "$D" -drive "file=$disk,if=none,id=d1" \
 	-export "$E" -device virtio-blk-pci,drive=d1
+refused "-drive if=virtio needs a guest" -drive "$D" -drive "file=$disk,if=virtio,file.locking=off" \
+	-export "$E"
 refused "not a socket" -drive "$D" -export "vhost-user-blk,id=e0,drive=d0,addr.path=$disk"
 refused "socket path longer" -drive "$D" \
 	-export "vhost-user-blk,id=e0,drive=d0,addr.path=$tmp/$(head -c 120 /dev/zero | tr '\0' s)"

@@ -77,12 +77,12 @@ fi
 # A device may name the plug's type, never the constructors that pick a
 # transport: those are for whoever makes devices.
 makers=$(grep -rlE '\b(virtio_pci_plug|vu_backend_plug)\(' --include='*.c' hw | sort)
-expected=$(printf '%s\n' hw/block/virtio-blk-cmdline.c hw/devices.c \
+expected=$(printf '%s\n' hw/block/virtio-blk-cmdline.c hw/device-set.c \
 	hw/virtio/vhost-user-backend.c hw/virtio/virtio-pci.c | sort)
 if [ "$makers" = "$expected" ]; then
-	tap_check "transports are picked in hw/devices.c and hw/block's glue only" true
+	tap_check "transports are picked in hw/device-set.c and hw/block's glue only" true
 else
-	tap_fail "transports are picked in hw/devices.c and hw/block's glue only" \
+	tap_fail "transports are picked in hw/device-set.c and hw/block's glue only" \
 		"$(diff <(echo "$expected") <(echo "$makers"))"
 fi
 tap_done

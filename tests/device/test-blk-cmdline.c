@@ -93,16 +93,16 @@ static void test_good(void)
 		CHECK(c->drives[0].readonly && !c->drives[0].if_virtio);
 		CHECK(c->drives[0].aio == BLK_AIO_THREADS);
 		CHECK(c->drives[0].cache == BLK_CACHE_NONE);
-		CHECK(c->devs[0].drive == 0 && c->devs[0].ring.packed);
-		CHECK(c->devs[0].num_queues == 4 && c->devs[0].queue_size == 128);
-		CHECK(!strcmp(c->devs[0].serial, "SER-01"));
-		CHECK(!c->devs[0].ring.event_idx && !c->devs[0].ring.indirect_desc);
-		CHECK(c->devs[0].poll_us == 0);
-		CHECK(c->devs[0].iothreads == 2);
-		CHECK(c->devs[0].irq_coalesce_us == 250);
-		CHECK(c->devs[0].irq_interval_us == 300);
-		CHECK(c->devs[0].logical_block_size == 4096);
-		CHECK(c->devs[0].physical_block_size == 2097152);
+		CHECK(c->devs[0]->drive == 0 && c->devs[0]->ring.packed);
+		CHECK(c->devs[0]->num_queues == 4 && c->devs[0]->queue_size == 128);
+		CHECK(!strcmp(c->devs[0]->serial, "SER-01"));
+		CHECK(!c->devs[0]->ring.event_idx && !c->devs[0]->ring.indirect_desc);
+		CHECK(c->devs[0]->poll_us == 0);
+		CHECK(c->devs[0]->iothreads == 2);
+		CHECK(c->devs[0]->irq_coalesce_us == 250);
+		CHECK(c->devs[0]->irq_interval_us == 300);
+		CHECK(c->devs[0]->logical_block_size == 4096);
+		CHECK(c->devs[0]->physical_block_size == 2097152);
 		blk_cmdline_free(c);
 	}
 
@@ -123,22 +123,22 @@ static void test_good(void)
 	CHECK(stderr_lines() == 0);
 	if (c) {
 		CHECK(c->nr_drives == 3 && c->nr_devs == 3);
-		CHECK(c->devs[0].drive == 0 && c->devs[1].drive == 1 && c->devs[2].drive == 2);
+		CHECK(c->devs[0]->drive == 0 && c->devs[1]->drive == 1 && c->devs[2]->drive == 2);
 		CHECK(c->drives[0].aio == BLK_AIO_IO_URING);
 		CHECK(c->drives[0].cache == BLK_CACHE_WRITEBACK);
 		CHECK(!c->drives[0].readonly);
-		CHECK(c->devs[0].num_queues == 0);	/* one per vCPU, at create */
-		CHECK(c->devs[0].queue_size == 256 && !c->devs[0].ring.packed);
-		CHECK(c->devs[0].ring.event_idx && c->devs[0].ring.indirect_desc);
-		CHECK(c->devs[0].poll_us == 2000);
-		CHECK(c->devs[1].poll_us == 2000);
-		CHECK(c->devs[2].queue_size == 256 && c->devs[2].iothreads == 1);
-		CHECK(c->devs[0].iothreads == 1);
-		CHECK(!c->devs[0].logical_block_size && !c->devs[0].physical_block_size);
-		CHECK(c->devs[0].irq_coalesce_us == 0);
-		CHECK(c->devs[0].irq_interval_us == 0);
-		CHECK(c->devs[0].serial[0] == '\0');
-		CHECK(strlen(c->devs[2].serial) == 20);
+		CHECK(c->devs[0]->num_queues == 0);	/* one per vCPU, at create */
+		CHECK(c->devs[0]->queue_size == 256 && !c->devs[0]->ring.packed);
+		CHECK(c->devs[0]->ring.event_idx && c->devs[0]->ring.indirect_desc);
+		CHECK(c->devs[0]->poll_us == 2000);
+		CHECK(c->devs[1]->poll_us == 2000);
+		CHECK(c->devs[2]->queue_size == 256 && c->devs[2]->iothreads == 1);
+		CHECK(c->devs[0]->iothreads == 1);
+		CHECK(!c->devs[0]->logical_block_size && !c->devs[0]->physical_block_size);
+		CHECK(c->devs[0]->irq_coalesce_us == 0);
+		CHECK(c->devs[0]->irq_interval_us == 0);
+		CHECK(c->devs[0]->serial[0] == '\0');
+		CHECK(strlen(c->devs[2]->serial) == 20);
 		blk_cmdline_free(c);
 	}
 
@@ -146,7 +146,7 @@ static void test_good(void)
 	c = NULL;
 	CHECK(run(L("file=z.img,if=none,id=z"), L("virtio-blk-pci,drive=z,serial="), &c) == 0);
 	if (c) {
-		CHECK(c->devs[0].serial[0] == '\0');
+		CHECK(c->devs[0]->serial[0] == '\0');
 		blk_cmdline_free(c);
 	}
 
@@ -155,7 +155,7 @@ static void test_good(void)
 	CHECK(run(L("file=z.img,if=none,id=z"),
 		  L("virtio-blk-pci,drive=z,queue-size=0x80"), &c) == 0);
 	if (c) {
-		CHECK(c->devs[0].queue_size == 128);
+		CHECK(c->devs[0]->queue_size == 128);
 		blk_cmdline_free(c);
 	}
 }

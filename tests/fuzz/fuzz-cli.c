@@ -2,9 +2,9 @@
 /*
  * The command line: the input split on NUL bytes is argv (after "brisk").
  * cli_parse() runs on it and, when it accepts it, every -drive and
- * -device virtio-blk-pci argument goes through the virtio-blk parser and
- * blk_cmdline_finish(), and every other -device through the device
- * table's parser, as main() does before opening anything.  Each argument
+ * -chardev goes through hw/block's parser, every -device and -export
+ * through the device table's, and blk_cmdline_finish() ties the disks to
+ * their back ends, as main() does before opening anything.  Each argument
  * is also tried as a size and as an option list's "help".
  */
 #include <assert.h>
@@ -61,7 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 */
 		assert(o.nr_exports ? !o.board.kernel && !o.dumpdtb :
 		       o.board.kernel || o.dumpdtb);
-		assert(o.nr_blk <= CLI_MAX_BLK_ARGS && o.nr_devices <= CLI_MAX_DEVICES);
+		assert(o.nr_drives + o.nr_chardevs + o.nr_exports <= CLI_MAX_BLK_ARGS &&
+		       o.nr_devices <= CLI_MAX_DEVICES);
 		assert(o.board.ncpus >= 1 && o.board.ncpus <= CLI_MAX_CPUS);
 		assert(o.board.ram_size >= CLI_MIN_RAM && o.board.ram_size <= CLI_MAX_RAM &&
 		       !(o.board.ram_size & 0xfffff));
@@ -71,23 +72,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			o.board.debug_exit.iosize && o.board.debug_exit.iosize != 3));
 		struct device_set *ds = device_set_new();
 
-		for (unsigned i = 0; ds && i < o.nr_devices; i++)
-			if (device_set_add(ds, o.devices[i].family, o.devices[i].props, NULL))
-				break;
-		device_set_free(ds);
+		/* As hw/main.c: the disks are devices of the set; their back ends c's. */
+		if (c && ds)
+			blk_cmdline_set_devices(c, ds);
+		else
+			ret = -1;
 		if (c && o.snapshot)
 			blk_cmdline_snapshot(c);
-		for (unsigned i = 0; c && ret == 0 && i < o.nr_blk; i++)
-			ret = (o.blk[i].kind == CLI_BLK_DRIVE ? blk_cmdline_drive :
-			       o.blk[i].kind == CLI_BLK_DEVICE ? blk_cmdline_device :
-			       o.blk[i].kind == CLI_BLK_CHARDEV ? blk_cmdline_chardev :
-			       blk_cmdline_export)(c, o.blk[i].arg);
+		for (unsigned i = 0; ret == 0 && i < o.nr_chardevs; i++)
+			ret = blk_cmdline_chardev(c, o.chardevs[i].arg);
+		for (unsigned i = 0; ret == 0 && i < o.nr_drives; i++)
+			ret = blk_cmdline_drive(c, o.drives[i].arg);
+		for (unsigned i = 0; ret == 0 && i < o.nr_devices; i++)
+			ret = device_set_add(ds, o.devices[i].family, o.devices[i].props, NULL);
+		for (unsigned i = 0; ret == 0 && i < o.nr_exports; i++)
+			ret = device_set_add(ds, o.exports[i].family, o.exports[i].props, NULL);
 		if (c && ret == 0 && blk_cmdline_finish(c) == 0) {
 			/* What blk_devices_create() relies on. */
 			for (unsigned i = 0; i < c->nr_devs; i++) {
-				const struct blk_device_cfg *d = &c->devs[i];
+				const struct blk_device_cfg *d = c->devs[i];
 
-				assert(d->drive < c->nr_drives);
+				assert(d->drive < c->nr_drives && d->d == &c->drives[d->drive]);
 				assert(c->drives[d->drive].file);
 				assert(d->queue_size >= 2 && d->queue_size <= VBLK_MAX_QUEUE_SIZE &&
 				       !(d->queue_size & (d->queue_size - 1)));
@@ -101,9 +106,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (unsigned i = 0; i < c->nr_drives; i++)
 				assert(c->drives[i].used);
 			for (unsigned i = 0; i < c->nr_vublks; i++) {
-				const struct vublk_cfg *v = &c->vublks[i];
+				const struct vublk_cfg *v = c->vublks[i];
 
-				assert(v->chardev < c->nr_chardevs);
+				assert(v->cd >= c->chardevs && v->cd < c->chardevs + c->nr_chardevs);
 				assert(v->queue_size >= 2 && v->queue_size <= VBLK_MAX_QUEUE_SIZE &&
 				       !(v->queue_size & (v->queue_size - 1)));
 				assert(v->num_queues <= VBLK_MAX_QUEUES);
@@ -112,6 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				assert(c->chardevs[i].used &&
 				       (!c->chardevs[i].sock.path != (c->chardevs[i].sock.fd < 0)));
 		}
+		device_set_free(ds);
 		blk_cmdline_free(c);
 	}
 	for (int i = 1; i < argc; i++)

@@ -10,21 +10,28 @@ struct object_set;
 struct opt_spec;
 
 /*
- * The command-line face of virtio-blk.  The CLI hands every -drive
- * argument, every "-device virtio-blk-pci,..." and every
- * "-export vhost-user-blk,..." argument (and "-device vhost-user-blk-pci"
- * with its "-chardev") here as it meets them;
- * each call reports one clear line through error_report() and returns -1
- * on bad input.  blk_cmdline_finish() checks what only the whole command
- * line can tell (a -device naming no -drive, a drive no device uses...).
- * blk_devices_create() plugs the devices into m->pci
- * (once the board has made the PCI bus) and starts serving the exports
- * on their sockets; m may be NULL when there are only exports.
+ * The command-line face of virtio-blk: the disks' back ends (-drive,
+ * -chardev), and the device table's families of -device virtio-blk-pci,
+ * -device vhost-user-blk-pci and -export vhost-user-blk, which the device
+ * set parses and makes like any device.  Each call reports one clear line
+ * through error_report() and returns -1 on bad input.  A -drive
+ * if=virtio adds its disk to the device set given (blk_cmdline_set_devices).
+ * blk_cmdline_finish() ties the set's disks to their back ends and checks
+ * what only the whole command line can tell (a -device naming no -drive,
+ * a drive no device uses...).
  */
 struct blk_cmdline;
+struct device_set;
 
 struct blk_cmdline *blk_cmdline_new(void);
+/* The set -drive if=virtio adds its disk to, and finish reads; c's own if never set. */
+void blk_cmdline_set_devices(struct blk_cmdline *c, struct device_set *s);
 int blk_cmdline_drive(struct blk_cmdline *c, const char *arg);
+/*
+ * For callers of hw/block alone (tests, fuzzers): -device NAME,... and
+ * -export TYPE,... into c's own set, as hw/main.c does into its;
+ * blk_devices_create() and blk_devices_destroy() make and undo that set.
+ */
 int blk_cmdline_device(struct blk_cmdline *c, const char *arg);
 int blk_cmdline_export(struct blk_cmdline *c, const char *arg);
 /* -chardev socket,...: the socket of a -device vhost-user-blk-pci. */
@@ -51,6 +58,7 @@ int blk_drives_open(struct blk_cmdline *c, unsigned ncpus);
 int blk_devices_create(struct blk_cmdline *c, struct machine *m);
 /* Stops I/O threads and flushes and closes the drives. */
 void blk_devices_destroy(struct blk_cmdline *c);
+/* Frees c, and its own set if it made one; a caller's set goes first. */
 void blk_cmdline_free(struct blk_cmdline *c);
 
 /* -device virtio-blk-pci and vhost-user-blk-pci, for the device table. */

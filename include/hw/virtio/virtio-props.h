@@ -7,6 +7,8 @@
  * with QEMU's names and defaults, written once: a device's config embeds
  * struct virtio_ring_opts, its property table takes VIRTIO_RING_PROPS,
  * and virtio_ring_features() turns them into the features offered.
+ * Those of devices with alike queues (a disk's request queues), whose
+ * count and size the command line sets, are here too.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,6 +31,19 @@ struct virtio_ring_opts {
 	  .help = "offer VIRTIO_F_EVENT_IDX" },						\
 	{ "indirect_desc", OPT_BOOL, OPT_AT(TYPE, FIELD.indirect_desc, bool),		\
 	  .def = "on", .help = "offer VIRTIO_F_INDIRECT_DESC" }
+
+/*
+ * num-queues=: at most MAX; DEF says what it is without num-queues=
+ * (the vCPU count...), as the config's default is set.
+ */
+#define VIRTIO_NUM_QUEUES_PROP(TYPE, FIELD, MAX, DEF, HELP)				\
+	{ "num-queues", OPT_UINT, OPT_AT(TYPE, FIELD, unsigned), .min = 1, .max = (MAX),	\
+	  .def = (DEF), .help = (HELP) }
+
+/* queue-size=: entries per ring, a power of two up to MAX; QEMU's 256 by default. */
+#define VIRTIO_QUEUE_SIZE_PROP(TYPE, FIELD, MAX, HELP)					\
+	{ "queue-size", OPT_UINT, OPT_AT(TYPE, FIELD, unsigned), OPT_POW2, .min = 2,	\
+	  .max = (MAX), .def = "256", .help = (HELP) }
 
 /* The ring features the opts ask to offer. */
 static inline uint64_t virtio_ring_features(const struct virtio_ring_opts *o)
