@@ -53,6 +53,37 @@ case $mtu in 1500|65520|1500,65520|65520,1500) ;; *) die "--mtu takes 1500, 6552
 mtus=${mtu//,/ }
 nmtu=$(echo $mtus | wc -w)
 
+# The medians of results.csv, per MTU, into summary.txt.
+summarise() {
+	for m in $mtus; do
+		echo "# TCP through -netdev user,restrict=on,hostfwd (virtio-net-pci, MTU $m), $(date -u '+%Y-%m-%d %H:%M UTC')"
+		echo "# route: ${BRISK_WITH_KVM_ROUTE:-${ROUTE:-this machine}}; $rounds rounds of brisk-a, qemu, brisk-b, one boot each; $pings round trips, $mib MiB each way"
+		echo "# brisk: $brisk ($(cd "$top" && git describe --always --dirty 2>/dev/null))"
+		echo "# qemu: $("$qemu" --version | head -n 1)"
+		awk -F, -v mtu="$m" 'NR > 1 && $2 == mtu && $3 > 0 && $4 != "" {
+			k = $1; n[k]++; for (c = 4; c <= 6; c++) v[k, c, n[k]] = $c
+		}
+		function med(k, c,    a, i, j, t, m) {
+			m = n[k]
+			for (i = 1; i <= m; i++) a[i] = v[k, c, i]
+			for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+			return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+		}
+		END {
+			printf "%-10s %5s %14s %18s %18s\n", "vmm", "runs", "rtt_us (med)", "h2g MB/s (med)", "g2h MB/s (med)"
+			split("brisk-a qemu brisk-b", ks, " ")
+			for (i = 1; i <= 3; i++) { k = ks[i]; if (!n[k]) continue
+				m[k, 4] = med(k, 4); m[k, 5] = med(k, 5); m[k, 6] = med(k, 6)
+				printf "%-10s %5d %14.1f %18.2f %18.2f\n", k, n[k], m[k, 4], m[k, 5], m[k, 6] }
+			if (n["brisk-a"] && n["qemu"])
+				printf "%-10s %5s %14.3f %18.3f %18.3f\n", "a/qemu", "", m["brisk-a", 4] / m["qemu", 4], m["brisk-a", 5] / m["qemu", 5], m["brisk-a", 6] / m["qemu", 6]
+			if (n["brisk-a"] && n["brisk-b"])
+				printf "%-10s %5s %14.3f %18.3f %18.3f\n", "a/b (A/A)", "", m["brisk-a", 4] / m["brisk-b", 4], m["brisk-a", 5] / m["brisk-b", 5], m["brisk-a", 6] / m["brisk-b", 6]
+		}' "$res"
+		echo
+	done >"$out/summary.txt"
+}
+
 if [ -z "$inner" ]; then
 	[ -x "$brisk" ] || die "no brisk at $brisk (meson setup build && meson compile -C build)"
 	[ -n "$qemu" ] && [ -x "$qemu" ] || die "no qemu-system-x86_64; run: apt-get install qemu-system-x86"
@@ -79,7 +110,13 @@ if [ -z "$inner" ]; then
 		--qemu "$qemu" --rounds "$rounds" --mib "$mib" --pings "$pings" --mtu "$mtu" \
 		--out "$out" --kernel "$kernel"
 	rc=$?
-	[ -s "$out/summary.txt" ] || die "no results (status $rc); logs in $out/raw"
+	# Here, so that a nested host that stopped midway still gives the
+	# rounds it finished.
+	[ "$(wc -l <"$out/results.csv" 2>/dev/null || echo 0)" -gt 1 ] ||
+		die "no results (status $rc); logs in $out/raw"
+	[ $rc -ne 0 ] && say "the series stopped early (status $rc): what it finished follows"
+	res=$out/results.csv
+	summarise
 	cat "$out/summary.txt"
 	exit $rc
 fi
@@ -153,30 +190,4 @@ for r in $(seq "$rounds"); do
 	done
 done
 
-for m in $mtus; do
-	echo "# TCP through -netdev user,restrict=on,hostfwd (virtio-net-pci, MTU $m), $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "# route: ${BRISK_WITH_KVM_ROUTE:-this machine}; $rounds rounds of brisk-a, qemu, brisk-b, one boot each; $pings round trips, $mib MiB each way"
-	echo "# brisk: $brisk ($(cd "$top" && git describe --always --dirty 2>/dev/null))"
-	echo "# qemu: $("$qemu" --version | head -n 1)"
-	awk -F, -v mtu="$m" 'NR > 1 && $2 == mtu && $3 > 0 && $4 != "" {
-		k = $1; n[k]++; for (c = 4; c <= 6; c++) v[k, c, n[k]] = $c
-	}
-	function med(k, c,    a, i, j, t, m) {
-		m = n[k]
-		for (i = 1; i <= m; i++) a[i] = v[k, c, i]
-		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-		return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-	}
-	END {
-		printf "%-10s %5s %14s %18s %18s\n", "vmm", "runs", "rtt_us (med)", "h2g MB/s (med)", "g2h MB/s (med)"
-		split("brisk-a qemu brisk-b", ks, " ")
-		for (i = 1; i <= 3; i++) { k = ks[i]; if (!n[k]) continue
-			m[k, 4] = med(k, 4); m[k, 5] = med(k, 5); m[k, 6] = med(k, 6)
-			printf "%-10s %5d %14.1f %18.2f %18.2f\n", k, n[k], m[k, 4], m[k, 5], m[k, 6] }
-		if (n["brisk-a"] && n["qemu"])
-			printf "%-10s %5s %14.3f %18.3f %18.3f\n", "a/qemu", "", m["brisk-a", 4] / m["qemu", 4], m["brisk-a", 5] / m["qemu", 5], m["brisk-a", 6] / m["qemu", 6]
-		if (n["brisk-a"] && n["brisk-b"])
-			printf "%-10s %5s %14.3f %18.3f %18.3f\n", "a/b (A/A)", "", m["brisk-a", 4] / m["brisk-b", 4], m["brisk-a", 5] / m["brisk-b", 5], m["brisk-a", 6] / m["brisk-b", 6]
-	}' "$res"
-	echo
-done >"$out/summary.txt"
+summarise
