@@ -30,7 +30,7 @@ me=$here/$(basename "${BASH_SOURCE[0]}")
 say() { echo "net-vs-qemu: $*" >&2; }
 
 brisk=$top/build/brisk qemu=$(command -v qemu-system-x86_64 || true)
-rounds=5 mib=16 pings=200 mtu=1500 out=$top/build-bench/net-vs-qemu inner= kernel=
+rounds=5 mib=16 pings=200 mtu=1500 out=$top/build-bench/net-vs-qemu inner='' kernel=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--brisk) brisk=${2:?}; shift ;;
@@ -91,7 +91,6 @@ if [ -z "$inner" ]; then
 	brisk=$(readlink -f "$brisk") qemu=$(readlink -f "$qemu")
 	mkdir -p "$out" && out=$(cd "$out" && pwd -P) || die "cannot create $out"
 	. "$top/tests/kvm/lib/kmod.sh"
-	KMOD_ROOT=
 	kver=$(kmod_newest_kver) || die "no kernel; run: apt-get install linux-image-amd64"
 	[ -n "$kernel" ] || kernel=/boot/vmlinuz-$kver
 	"$top/tests/kvm/mkinitrd" -o "$out/guest.img" -i "$here/net/init.sh" -m virtio_net ||
