@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * virtio-net-pci through the whole stack, the test playing the guest on
- * blk-guest.h's machine (config cycles, BAR MMIO, its ring driver) and
- * the network on the other side (a fake back end of its own).  Expected
- * values come from VIRTIO 1.2 (4.1.2, 5.1) and <linux/virtio_net.h>, and
- * QEMU's defaults (the MAC, the PCI class), never from the device.
+ * blk-guest.h's machine (config cycles, BAR MMIO, its ring driver; the
+ * NIC brought up by net-guest.h) and the network on the other side (a
+ * fake back end of its own).  Expected values come from VIRTIO 1.2
+ * (4.1.2, 5.1) and <linux/virtio_net.h>, and QEMU's defaults (the MAC,
+ * the PCI class), never from the device.
  *
  * The device serves on m->loop, which no thread runs here: the test turns
  * it by hand, without waiting, after each kick or frame.  No check
@@ -30,16 +31,13 @@
 #include "capture.h"
 #include "check.h"
 #include "blk-guest.h"
+#include "net-guest.h"
 
-#define NET_PCI_ID 0x1041	/* VIRTIO 1.2, 4.1.2: 0x1040 + 1, the network device */
-#define NET_CLASS 0x020000	/* PCI: network controller, Ethernet (QEMU's) */
 #define HDR_LEN 12		/* 5.1.6: struct virtio_net_hdr with num_buffers */
 #define ETH_HDR 14
 #define NUM 16
 #define NEEDS_RESET 0x40
 #define JUNK 0xcc
-#define RXQ 0
-#define TXQ 1
 /* MSI-X vectors as vdev_init() sets them up: config 0, queue i at i + 1. */
 #define VEC_CONFIG 0
 #define VEC_RX 1
@@ -187,15 +185,12 @@ static void fake_queue(struct fake_nd *f, size_t len, unsigned seed)
 	CHECK(eventfd_write(f->nd.rx_fd, 1) == 0);
 }
 
-/* ---- the board, the NIC and its driver ---- */
+/* ---- the board, the NIC and its driver (net-guest.h), on the fake ---- */
 
-struct net {
-	struct tmachine *t;
-	struct vnet *n;
-	struct fake_nd f;
-	struct vdev d;
-	struct gq q[2];
-};
+static struct fake_nd *fake(struct net *g)
+{
+	return container_of(g->nd, struct fake_nd, nd);
+}
 
 static struct vnet_cfg cfg_default(bool packed)
 {
@@ -205,45 +200,29 @@ static struct vnet_cfg cfg_default(bool packed)
 	};
 }
 
-/* The board with m->loop (which hw/main.c would make) and the NIC on the fake. */
+/* The board and the NIC on a fake of its own. */
 static bool net_new(struct net *g, const struct vnet_cfg *cfg)
 {
-	memset(g, 0, sizeof(*g));
-	fake_init(&g->f);
-	g->t = machine_board(1, false);
-	g->t->b.m.loop = iothread_new("main");
-	g->n = g->t->b.m.loop ? vnet_create(&g->t->b.m, cfg,
-					    virtio_pci_plug(&g->t->b.m, NET_CLASS),
-					    &g->f.nd) : NULL;
-	return g->n && vdev_find_id(g->t, NET_PCI_ID, 0, &g->d);
+	struct fake_nd *f = malloc(sizeof(*f));
+
+	CHECK(f != NULL);
+	fake_init(f);
+	return nic_new(g, cfg, &f->nd);
 }
 
 static void net_free(struct net *g)
 {
-	vnet_free(g->n);
-	fake_destroy(&g->f);
-	iothread_free(g->t->b.m.loop);
-	machine_free(g->t);
-}
+	struct fake_nd *f = fake(g);
 
-/* Runs whatever the device's fds have ready, as the main loop would. */
-static void loop_turn(struct net *g)
-{
-	while (iothread_poll(g->t->b.m.loop, 0) > 0)
-		;
-}
-
-static bool net_start(struct net *g, unsigned num, uint64_t want)
-{
-	vdev_init(&g->d, g->q, 2, num, want);
-	loop_turn(g);
-	return (vstatus(&g->d) & DS_DRIVER_OK) && !(vstatus(&g->d) & NEEDS_RESET);
+	nic_free(g);
+	fake_destroy(f);
+	free(f);
 }
 
 /* Made and started; false after a failed check, all freed. */
 static bool net_up(struct net *g, const struct vnet_cfg *cfg, unsigned num, uint64_t want)
 {
-	if (net_new(g, cfg) && net_start(g, num, want))
+	if (net_new(g, cfg) && nic_start(g, num, want))
 		return true;
 	CHECK(!"device started");
 	net_free(g);
@@ -353,7 +332,7 @@ static int tx_send(struct net *g, unsigned slot, size_t len, unsigned parts, uns
 	int id = tx_add(g, slot, len, parts, seed);
 
 	gq_kick(&g->q[TXQ]);
-	loop_turn(g);
+	nic_turn(g);
 	return id;
 }
 
@@ -477,15 +456,15 @@ static void test_mtu_rx(bool negotiate)
 	for (unsigned i = 0; i < 4; i++)
 		rx_post(&g, i, 2048);
 	gq_kick(&g.q[RXQ]);
-	fake_queue(&g.f, 1400 + 14 + 1, 50);
-	fake_queue(&g.f, 1400 + 14, 51);
-	loop_turn(&g);
+	fake_queue(fake(&g), 1400 + 14 + 1, 50);
+	fake_queue(fake(&g), 1400 + 14, 51);
+	nic_turn(&g);
 	CHECK_EQ(stats(&g).rx_dropped, negotiate ? 1 : 0);
 	if (!negotiate) {
 		CHECK(gq_get_used(&g.q[RXQ], &len) >= 0 && len == HDR_LEN + 1415);
 	}
 	CHECK(gq_get_used(&g.q[RXQ], &len) >= 0 && len == HDR_LEN + 1414);
-	CHECK_EQ(g.f.rx_n, 0);
+	CHECK_EQ(fake(&g)->rx_n, 0);
 	net_free(&g);
 }
 
@@ -503,9 +482,9 @@ static void test_tx(bool packed)
 	id = tx_send(&g, 0, 1000, 4, 1);
 	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id);
 	CHECK_EQ(len, 0);			/* 5.1.6.2: nothing written */
-	CHECK_EQ(g.f.sent, 1);
-	CHECK_EQ(g.f.last_len, 1000);		/* no header */
-	CHECK(frame_is(g.f.last, 1000, 1));
+	CHECK_EQ(fake(&g)->sent, 1);
+	CHECK_EQ(fake(&g)->last_len, 1000);		/* no header */
+	CHECK(frame_is(fake(&g)->last, 1000, 1));
 	CHECK(irq_take(&g.d, VEC_TX, 0) > 0);
 	CHECK(asks_for_next_kick(&g.q[TXQ]));
 	/* Indirect, one descriptor for header and frame alike. */
@@ -516,9 +495,9 @@ static void test_tx(bool packed)
 		slot_data(g.t, 1)[HDR_LEN + i] = pattern(2, i);
 	id = gq_add(&g.q[TXQ], &s, 1, true, IND_AREA);
 	gq_kick(&g.q[TXQ]);
-	loop_turn(&g);
+	nic_turn(&g);
 	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
-	CHECK(g.f.sent == 2 && g.f.last_len == 60 && frame_is(g.f.last, 60, 2));
+	CHECK(fake(&g)->sent == 2 && fake(&g)->last_len == 60 && frame_is(fake(&g)->last, 60, 2));
 	CHECK_EQ(stats(&g).tx_frames, 2);
 	CHECK_EQ(stats(&g).tx_dropped, 0);
 	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
@@ -545,14 +524,14 @@ static void test_tx_drop(void)
 	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
 	id = tx_send(&g, 2, 65535 + ETH_HDR + 1, 2, 0);	/* spans slots 2 and 3 */
 	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
-	CHECK_EQ(g.f.sent, 0);
+	CHECK_EQ(fake(&g)->sent, 0);
 	CHECK_EQ(stats(&g).tx_dropped, 3);
 	/* The largest there may be goes through. */
 	id = tx_send(&g, 2, 65535 + ETH_HDR, 2, 3);
 	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
-	CHECK(g.f.sent == 1 && g.f.last_len == 65535 + ETH_HDR &&
-	      frame_is(g.f.last, 65535 + ETH_HDR, 3));
-	g.f.refuse = true;
+	CHECK(fake(&g)->sent == 1 && fake(&g)->last_len == 65535 + ETH_HDR &&
+	      frame_is(fake(&g)->last, 65535 + ETH_HDR, 3));
+	fake(&g)->refuse = true;
 	id = tx_send(&g, 0, 100, 1, 0);
 	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
 	CHECK_EQ(stats(&g).tx_dropped, 4);
@@ -575,10 +554,10 @@ static void test_rx_one(bool packed)
 		return;
 	id = rx_post(&g, 0, 2048);
 	gq_kick(&g.q[RXQ]);
-	loop_turn(&g);
+	nic_turn(&g);
 	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);	/* nothing to give yet */
-	fake_queue(&g.f, 1000, 5);
-	loop_turn(&g);
+	fake_queue(fake(&g), 1000, 5);
+	nic_turn(&g);
 	CHECK(id >= 0 && gq_get_used(&g.q[RXQ], &len) == id);
 	CHECK_EQ(len, HDR_LEN + 1000);
 	p = slot_data(g.t, 0);
@@ -586,7 +565,7 @@ static void test_rx_one(bool packed)
 	CHECK(frame_is(p + HDR_LEN, 1000, 5));
 	CHECK_EQ(p[HDR_LEN + 1000], JUNK);		/* nothing beyond */
 	CHECK(irq_take(&g.d, VEC_RX, 0) > 0);
-	CHECK_EQ(g.f.rx_n, 0);
+	CHECK_EQ(fake(&g)->rx_n, 0);
 	CHECK_EQ(stats(&g).rx_frames, 1);
 	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
 	net_free(&g);
@@ -609,10 +588,10 @@ static void test_rx_mrg(bool packed)
 	for (unsigned i = 0; i < 10; i++)
 		id[i] = rx_post(&g, i, 128);
 	gq_kick(&g.q[RXQ]);
-	loop_turn(&g);
+	nic_turn(&g);
 	CHECK_EQ(irq_take(&g.d, VEC_RX, 0), 0);
-	fake_queue(&g.f, 1000, 7);
-	loop_turn(&g);
+	fake_queue(fake(&g), 1000, 7);
+	nic_turn(&g);
 	for (unsigned i = 0; i < 8; i++) {
 		CHECK(id[i] >= 0 && gq_get_used(&g.q[RXQ], &len) == id[i]);
 		CHECK_EQ(len, i < 7 ? 128 : HDR_LEN + 1000 - 7 * 128);
@@ -623,8 +602,8 @@ static void test_rx_mrg(bool packed)
 	CHECK_EQ(slot_data(g.t, 7)[HDR_LEN + 1000 - 7 * 128], JUNK);
 	CHECK_EQ(irq_take(&g.d, VEC_RX, 0), 1);
 	/* The two left over and the next frame. */
-	fake_queue(&g.f, 200, 8);
-	loop_turn(&g);
+	fake_queue(fake(&g), 200, 8);
+	nic_turn(&g);
 	CHECK(gq_get_used(&g.q[RXQ], &len) == id[8] && len == 128);
 	CHECK(gq_get_used(&g.q[RXQ], &len) == id[9] && len == HDR_LEN + 200 - 128);
 	check_rx_hdr(slot_data(g.t, 8), 2);
@@ -654,21 +633,21 @@ static void test_rx_wait(bool packed)
 	for (; slot < 3; slot++)
 		id[slot] = rx_post(&g, slot, 128);
 	gq_kick(&g.q[RXQ]);
-	fake_queue(&g.f, 1000, 9);
-	loop_turn(&g);
+	fake_queue(fake(&g), 1000, 9);
+	nic_turn(&g);
 	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
-	CHECK_EQ(g.f.rx_n, 1);
+	CHECK_EQ(fake(&g)->rx_n, 1);
 	CHECK(asks_for_next_kick(&g.q[RXQ]));
 	for (; slot < 9; slot++)
 		id[slot] = rx_post(&g, slot, 128);
 	gq_kick(&g.q[RXQ]);
-	loop_turn(&g);
+	nic_turn(&g);
 	for (unsigned i = 0; i < 8; i++)
 		CHECK(gq_get_used(&g.q[RXQ], &len) == id[i] &&
 		      len == (i < 7 ? 128 : HDR_LEN + 1000 - 7 * 128));
 	CHECK(frame_in_chains(&g, 0, 128, 1000, 9));
 	check_rx_hdr(slot_data(g.t, 0), 8);
-	CHECK_EQ(g.f.rx_n, 0);
+	CHECK_EQ(fake(&g)->rx_n, 0);
 
 	/*
 	 * A ring of NUM 128-byte buffers can never take 4000 bytes: once the
@@ -680,11 +659,11 @@ static void test_rx_wait(bool packed)
 		id[slot % NUM] = rx_post(&g, slot, 128);
 	CHECK(rx_post(&g, slot, 128) < 0);	/* the ring is full */
 	gq_kick(&g.q[RXQ]);
-	fake_queue(&g.f, 4000, 10);
-	fake_queue(&g.f, 300, 11);
-	loop_turn(&g);
+	fake_queue(fake(&g), 4000, 10);
+	fake_queue(fake(&g), 300, 11);
+	nic_turn(&g);
 	CHECK_EQ(stats(&g).rx_dropped, 1);
-	CHECK_EQ(g.f.rx_n, 0);
+	CHECK_EQ(fake(&g)->rx_n, 0);
 	for (unsigned i = 0; i < 2; i++)
 		CHECK(gq_get_used(&g.q[RXQ], &len) == id[(first + i) % NUM] && len == 128);
 	CHECK(gq_get_used(&g.q[RXQ], &len) == id[(first + 2) % NUM] &&
@@ -693,8 +672,8 @@ static void test_rx_wait(bool packed)
 	check_rx_hdr(slot_data(g.t, first), 3);
 	CHECK(frame_in_chains(&g, first, 128, 300, 11));
 	/* What the drop left held, and what the ring still has, take the next. */
-	fake_queue(&g.f, 1000, 17);
-	loop_turn(&g);
+	fake_queue(fake(&g), 1000, 17);
+	nic_turn(&g);
 	for (unsigned i = 3; i < 3 + 8; i++)
 		CHECK(gq_get_used(&g.q[RXQ], &len) == id[(first + i) % NUM] &&
 		      len == (i < 3 + 7 ? 128 : HDR_LEN + 1000 - 7 * 128));
@@ -730,11 +709,11 @@ static void test_rx_never(bool packed)
 		CHECK(id[i] >= 0);
 	}
 	gq_kick(&g.q[RXQ]);
-	fake_queue(&g.f, NUM / 2 * 128, 40);	/* the header makes it too large */
-	fake_queue(&g.f, 100, 41);
-	loop_turn(&g);
+	fake_queue(fake(&g), NUM / 2 * 128, 40);	/* the header makes it too large */
+	fake_queue(fake(&g), 100, 41);
+	nic_turn(&g);
 	CHECK_EQ(stats(&g).rx_dropped, 1);
-	CHECK_EQ(g.f.rx_n, 0);
+	CHECK_EQ(fake(&g)->rx_n, 0);
 	CHECK(gq_get_used(&g.q[RXQ], &len) == id[0] && len == HDR_LEN + 100);
 	check_rx_hdr(slot_data(g.t, 0), 1);
 	CHECK(frame_is(slot_data(g.t, 0) + HDR_LEN, 100, 41));
@@ -758,16 +737,16 @@ static void test_rx_small_chain(void)
 		return;
 	id = rx_post(&g, 0, 256);
 	gq_kick(&g.q[RXQ]);
-	fake_queue(&g.f, 1000, 12);
-	fake_queue(&g.f, 100, 13);
-	loop_turn(&g);
+	fake_queue(fake(&g), 1000, 12);
+	fake_queue(fake(&g), 100, 13);
+	nic_turn(&g);
 	CHECK_EQ(stats(&g).rx_dropped, 1);
 	CHECK(id >= 0 && gq_get_used(&g.q[RXQ], &len) == id);
 	CHECK_EQ(len, HDR_LEN + 100);
 	check_rx_hdr(slot_data(g.t, 0), 1);
 	CHECK(frame_is(slot_data(g.t, 0) + HDR_LEN, 100, 13));
 	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
-	CHECK_EQ(g.f.rx_n, 0);
+	CHECK_EQ(fake(&g)->rx_n, 0);
 	net_free(&g);
 }
 
@@ -784,15 +763,15 @@ static void test_rx_reset_held(void)
 	for (unsigned i = 0; i < 3; i++)
 		rx_post(&g, i, 128);
 	gq_kick(&g.q[RXQ]);
-	fake_queue(&g.f, 1000, 14);
-	loop_turn(&g);
+	fake_queue(fake(&g), 1000, 14);
+	nic_turn(&g);
 	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
 	CHECK(vdev_reset(&g.d));
-	CHECK(net_start(&g, NUM, ALL_FEATURES));
+	CHECK(nic_start(&g, NUM, ALL_FEATURES));
 	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
 	id = rx_post(&g, 5, 2048);
 	gq_kick(&g.q[RXQ]);
-	loop_turn(&g);
+	nic_turn(&g);
 	CHECK(id >= 0 && gq_get_used(&g.q[RXQ], &len) == id && len == HDR_LEN + 1000);
 	check_rx_hdr(slot_data(g.t, 5), 1);
 	CHECK(frame_is(slot_data(g.t, 5) + HDR_LEN, 1000, 14));
@@ -810,20 +789,20 @@ static void test_rx_late_buffers(void)
 
 	if (!net_up(&g, &cfg, NUM, ALL_FEATURES))
 		return;
-	fake_queue(&g.f, 500, 15);
-	fake_queue(&g.f, 600, 16);
-	loop_turn(&g);
-	CHECK_EQ(g.f.rx_n, 2);
+	fake_queue(fake(&g), 500, 15);
+	fake_queue(fake(&g), 600, 16);
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->rx_n, 2);
 	CHECK(asks_for_next_kick(&g.q[RXQ]));
 	id[0] = rx_post(&g, 0, 2048);
 	id[1] = rx_post(&g, 1, 2048);
 	gq_kick(&g.q[RXQ]);
-	loop_turn(&g);
+	nic_turn(&g);
 	CHECK(gq_get_used(&g.q[RXQ], &len) == id[0] && len == HDR_LEN + 500);
 	CHECK(gq_get_used(&g.q[RXQ], &len) == id[1] && len == HDR_LEN + 600);
 	CHECK(frame_is(slot_data(g.t, 0) + HDR_LEN, 500, 15));
 	CHECK(frame_is(slot_data(g.t, 1) + HDR_LEN, 600, 16));
-	CHECK_EQ(g.f.rx_n, 0);
+	CHECK_EQ(fake(&g)->rx_n, 0);
 	CHECK(irq_take(&g.d, VEC_RX, 0) > 0);
 	net_free(&g);
 }
@@ -857,17 +836,17 @@ static void test_before_driver_ok(void)
 	tx = tx_add(&g, 1, 100, 1, 30);
 	gq_kick(&g.q[RXQ]);
 	gq_kick(&g.q[TXQ]);
-	fake_queue(&g.f, 200, 31);
-	loop_turn(&g);
+	fake_queue(fake(&g), 200, 31);
+	nic_turn(&g);
 	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
 	CHECK(gq_get_used(&g.q[TXQ], &len) < 0);
-	CHECK(g.f.sent == 0 && g.f.rx_n == 1);
+	CHECK(fake(&g)->sent == 0 && fake(&g)->rx_n == 1);
 	vpci_set_status(&g.d.pci, DS_ACKNOWLEDGE | DS_DRIVER | DS_FEATURES_OK | DS_DRIVER_OK);
-	loop_turn(&g);
+	nic_turn(&g);
 	CHECK(rx >= 0 && gq_get_used(&g.q[RXQ], &len) == rx && len == HDR_LEN + 200);
 	CHECK(frame_is(slot_data(g.t, 0) + HDR_LEN, 200, 31));
 	CHECK(tx >= 0 && gq_get_used(&g.q[TXQ], &len) == tx && len == 0);
-	CHECK(g.f.sent == 1 && frame_is(g.f.last, 100, 30));
+	CHECK(fake(&g)->sent == 1 && frame_is(fake(&g)->last, 100, 30));
 	net_free(&g);
 }
 
@@ -877,7 +856,7 @@ static void test_before_driver_ok(void)
 static void check_broken_then_reset(struct net *g)
 {
 	uint32_t len;
-	unsigned sent = g->f.sent;
+	unsigned sent = fake(g)->sent;
 	int id;
 
 	CHECK(vstatus(&g->d) & NEEDS_RESET);
@@ -887,13 +866,13 @@ static void check_broken_then_reset(struct net *g)
 	/* Kicking a broken device serves nothing and breaks nothing. */
 	gq_kick(&g->q[RXQ]);
 	gq_kick(&g->q[TXQ]);
-	loop_turn(g);
+	nic_turn(g);
 	CHECK(gq_get_used(&g->q[TXQ], &len) < 0);
 	CHECK(vdev_reset(&g->d));
-	CHECK(net_start(g, NUM, ALL_FEATURES));
+	CHECK(nic_start(g, NUM, ALL_FEATURES));
 	id = tx_send(g, 20, 100, 2, 20);
 	CHECK(id >= 0 && gq_get_used(&g->q[TXQ], &len) == id && len == 0);
-	CHECK(g->f.sent == sent + 1 && frame_is(g->f.last, 100, 20));
+	CHECK(fake(g)->sent == sent + 1 && frame_is(fake(g)->last, 100, 20));
 }
 
 enum hostile { RX_READABLE, TX_WRITABLE, TX_SHORT, RX_TINY_MRG };
@@ -916,21 +895,21 @@ static void test_hostile(enum hostile h)
 		s[0].write = h == RX_TINY_MRG;
 		CHECK(gq_add(&g.q[RXQ], s, 1, false, 0) >= 0);
 		gq_kick(&g.q[RXQ]);
-		fake_queue(&g.f, 100, 21);
+		fake_queue(fake(&g), 100, 21);
 	} else {
 		/* The header alone, writable; or 8 bytes, short of the header. */
 		s[0].len = h == TX_SHORT ? 8 : HDR_LEN;
 		CHECK(gq_add(&g.q[TXQ], s, h == TX_SHORT ? 1 : 2, false, 0) >= 0);
 		gq_kick(&g.q[TXQ]);
 	}
-	loop_turn(&g);
-	CHECK_EQ(g.f.sent, 0);
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, 0);
 	check_broken_then_reset(&g);
 	if (h == RX_READABLE || h == RX_TINY_MRG) {
 		/* The frame waited in the back end through it all. */
 		id = rx_post(&g, 2, 2048);
 		gq_kick(&g.q[RXQ]);
-		loop_turn(&g);
+		nic_turn(&g);
 		CHECK(id >= 0 && gq_get_used(&g.q[RXQ], &len) == id && len == HDR_LEN + 100);
 		CHECK(frame_is(slot_data(g.t, 2) + HDR_LEN, 100, 21));
 	}
@@ -965,13 +944,13 @@ static void test_tx_flood(bool packed)
 	}
 	gq_kick(&g.q[TXQ]);
 	CHECK(iothread_poll(g.t->b.m.loop, 0) > 0);
-	CHECK(g.f.sent > 0 && g.f.sent < CHAINS);
-	loop_turn(&g);
-	CHECK_EQ(g.f.sent, CHAINS);
+	CHECK(fake(&g)->sent > 0 && fake(&g)->sent < CHAINS);
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, CHAINS);
 	memset(seen, 0, sizeof(seen));
 	for (unsigned i = 0; i < CHAINS && i < SENT_MAX; i++)
-		if (g.f.tag[i] < CHAINS && !seen[g.f.tag[i]])
-			seen[g.f.tag[i]] = true;
+		if (fake(&g)->tag[i] < CHAINS && !seen[fake(&g)->tag[i]])
+			seen[fake(&g)->tag[i]] = true;
 	for (unsigned i = 0; i < CHAINS; i++)
 		CHECK(seen[i]);
 	while (gq_get_used(&g.q[TXQ], &len) >= 0)
@@ -1007,13 +986,13 @@ static void test_rx_flood(bool packed)
 		CHECK(ids[i] >= 0);
 	}
 	gq_kick(&g.q[RXQ]);
-	loop_turn(&g);
+	nic_turn(&g);
 	for (unsigned i = 0; i < FRAMES; i++)
-		fake_queue(&g.f, FRAME, i);
+		fake_queue(fake(&g), FRAME, i);
 	CHECK(iothread_poll(g.t->b.m.loop, 0) > 0);
-	CHECK(g.f.rx_n > 0 && g.f.rx_n < FRAMES);
-	loop_turn(&g);
-	CHECK_EQ(g.f.rx_n, 0);
+	CHECK(fake(&g)->rx_n > 0 && fake(&g)->rx_n < FRAMES);
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->rx_n, 0);
 	while ((id = gq_get_used(&g.q[RXQ], &len)) >= 0 && used < FRAMES) {
 		const uint8_t *p = gpa(g.t, data_gpa(0) + used * BUF);
 
@@ -1387,7 +1366,7 @@ static void test_no_netdev(void)
 	CHECK_EQ(capture_end(line, sizeof(line)), 1);
 	CHECK(strstr(line, "netdev") != NULL);
 	CHECK(g.n && vdev_find_id(t, NET_PCI_ID, 0, &g.d));
-	if (g.n && net_start(&g, NUM, ALL_FEATURES)) {
+	if (g.n && nic_start(&g, NUM, ALL_FEATURES)) {
 		CHECK_EQ(dev_cfg(&g, &g.d, 6, 2), VIRTIO_NET_S_LINK_UP);
 		id = tx_send(&g, 0, 100, 1, 0);
 		CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);

@@ -1,0 +1,192 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# net-vs-qemu.sh [--brisk PATH] [--qemu PATH] [--rounds N] [--mib N]
+#                [--pings N] [--mtu 1500|65520|1500,65520] [--out DIR]
+#
+# TCP through user networking, brisk against QEMU: a guest with one
+# virtio-net-pci NIC on -netdev user,restrict=on whose forwards
+# (hostfwd=tcp:127.0.0.1:PORT-:PORT) the host reaches on 127.0.0.1:
+# round-trip time of one-byte echoes, host -> guest and guest -> host
+# throughput of --mib MiB each (tests/bench/net/: the guest's init and
+# the host's peer).  The same kernel, initramfs, memory, one vCPU and
+# NIC options under both; QEMU is qemu-system-x86_64 -accel kvm -cpu host.
+# Each round boots brisk, QEMU and brisk again (brisk-a, qemu, brisk-b:
+# the two brisk rows are the A/A check), one measurement of each kind per
+# boot; medians over the rounds (a first boot of each, round 0, is left
+# out).  With --mtu 65520 the NIC has
+# host_mtu=65520, which the guest takes as its MTU; with both, each round
+# runs both.
+#
+# Runs natively where /dev/kvm works, otherwise in one nested host
+# (tests/kvm/with-kvm), where every VM exit is emulated: the figures then
+# measure the exits far more than either device.  Results in --out
+# (default build-bench/net-vs-qemu): results.csv, summary.txt, logs.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../.." && pwd)
+me=$here/$(basename "${BASH_SOURCE[0]}")
+. "$here/../lib/die.sh"
+say() { echo "net-vs-qemu: $*" >&2; }
+
+brisk=$top/build/brisk qemu=$(command -v qemu-system-x86_64 || true)
+rounds=5 mib=16 pings=200 mtu=1500 out=$top/build-bench/net-vs-qemu inner='' kernel=''
+while [ $# -gt 0 ]; do
+	case $1 in
+	--brisk) brisk=${2:?}; shift ;;
+	--qemu) qemu=${2:?}; shift ;;
+	--rounds) rounds=${2:?}; shift ;;
+	--mib) mib=${2:?}; shift ;;
+	--pings) pings=${2:?}; shift ;;
+	--mtu) mtu=${2:?}; shift ;;
+	--out) out=${2:?}; shift ;;
+	--kernel) kernel=${2:?}; shift ;;
+	--inner) inner=1 ;;
+	*) sed -n '4,5s/^# \{0,1\}//p' "$me" >&2; exit 2 ;;
+	esac
+	shift
+done
+for v in "$rounds" "$mib" "$pings"; do
+	case $v in ''|*[!0-9]*|0) die "not a positive number: $v" ;; esac
+done
+case $mtu in 1500|65520|1500,65520|65520,1500) ;; *) die "--mtu takes 1500, 65520 or both, not $mtu" ;; esac
+mtus=${mtu//,/ }
+nmtu=$(echo $mtus | wc -w)
+
+# The medians of results.csv, per MTU, into summary.txt.
+summarise() {
+	for m in $mtus; do
+		echo "# TCP through -netdev user,restrict=on,hostfwd (virtio-net-pci, MTU $m), $(date -u '+%Y-%m-%d %H:%M UTC')"
+		echo "# route: ${BRISK_WITH_KVM_ROUTE:-${ROUTE:-this machine}}; $rounds rounds of brisk-a, qemu, brisk-b, one boot each; $pings round trips, $mib MiB each way"
+		echo "# brisk: $brisk ($(cd "$top" && git describe --always --dirty 2>/dev/null))"
+		echo "# qemu: $("$qemu" --version | head -n 1)"
+		awk -F, -v mtu="$m" 'NR > 1 && $2 == mtu && $3 > 0 && $4 != "" {
+			k = $1; n[k]++; for (c = 4; c <= 6; c++) v[k, c, n[k]] = $c
+		}
+		function med(k, c,    a, i, j, t, m) {
+			m = n[k]
+			for (i = 1; i <= m; i++) a[i] = v[k, c, i]
+			for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+			return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+		}
+		END {
+			printf "%-10s %5s %14s %18s %18s\n", "vmm", "runs", "rtt_us (med)", "h2g MB/s (med)", "g2h MB/s (med)"
+			split("brisk-a qemu brisk-b", ks, " ")
+			for (i = 1; i <= 3; i++) { k = ks[i]; if (!n[k]) continue
+				m[k, 4] = med(k, 4); m[k, 5] = med(k, 5); m[k, 6] = med(k, 6)
+				printf "%-10s %5d %14.1f %18.2f %18.2f\n", k, n[k], m[k, 4], m[k, 5], m[k, 6] }
+			if (n["brisk-a"] && n["qemu"])
+				printf "%-10s %5s %14.3f %18.3f %18.3f\n", "a/qemu", "", m["brisk-a", 4] / m["qemu", 4], m["brisk-a", 5] / m["qemu", 5], m["brisk-a", 6] / m["qemu", 6]
+			if (n["brisk-a"] && n["brisk-b"])
+				printf "%-10s %5s %14.3f %18.3f %18.3f\n", "a/b (A/A)", "", m["brisk-a", 4] / m["brisk-b", 4], m["brisk-a", 5] / m["brisk-b", 5], m["brisk-a", 6] / m["brisk-b", 6]
+		}' "$res"
+		echo
+	done >"$out/summary.txt"
+}
+
+if [ -z "$inner" ]; then
+	[ -x "$brisk" ] || die "no brisk at $brisk (meson setup build && meson compile -C build)"
+	[ -n "$qemu" ] && [ -x "$qemu" ] || die "no qemu-system-x86_64; run: apt-get install qemu-system-x86"
+	command -v python3 >/dev/null || die "python3 not found; run: apt-get install python3"
+	brisk=$(readlink -f "$brisk") qemu=$(readlink -f "$qemu")
+	mkdir -p "$out" && out=$(cd "$out" && pwd -P) || die "cannot create $out"
+	. "$top/tests/kvm/lib/kmod.sh"
+	kver=$(kmod_newest_kver) || die "no kernel; run: apt-get install linux-image-amd64"
+	[ -n "$kernel" ] || kernel=/boot/vmlinuz-$kver
+	"$top/tests/kvm/mkinitrd" -o "$out/guest.img" -i "$here/net/init.sh" -m virtio_net ||
+		die "guest image build failed"
+	. "$top/tests/kvm/lib/arch.sh"
+	. "$top/tests/kvm/lib/route.sh"
+	kvm_route "${BRISK_WITH_KVM:-auto}" "BRISK_WITH_KVM=${BRISK_WITH_KVM:-}" "$brisk" ||
+		die "$ROUTE_WHY"
+	say "$ROUTE_WHY"
+	# As fio-vs-qemu.sh: fine timers in the nested host, its threads free.
+	export BRISK_WITH_KVM_TICK=${BRISK_WITH_KVM_TICK:-oneshot}
+	export BRISK_WITH_KVM_PIN=${BRISK_WITH_KVM_PIN:-off}
+	per=$([ "$ROUTE" = native ] && echo 60 || echo 300)
+	"$top/tests/kvm/with-kvm" "--$ROUTE" --timeout $(((rounds * nmtu * 3 + 2) * per + 300)) --mem 2048 \
+		--cpus 2 --brisk "$brisk" --work "$out" -- "$me" --inner --brisk "$brisk" \
+		--qemu "$qemu" --rounds "$rounds" --mib "$mib" --pings "$pings" --mtu "$mtu" \
+		--out "$out" --kernel "$kernel"
+	rc=$?
+	# Here, so that a nested host that stopped midway still gives the
+	# rounds it finished.
+	[ "$(wc -l <"$out/results.csv" 2>/dev/null || echo 0)" -gt 1 ] ||
+		die "no results (status $rc); logs in $out/raw"
+	[ $rc -ne 0 ] && say "the series stopped early (status $rc): what it finished follows"
+	res=$out/results.csv
+	summarise
+	cat "$out/summary.txt"
+	exit $rc
+fi
+
+# ---- inside with-kvm, or natively -----------------------------------------
+mkdir -p "$out/raw"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+res=$out/results.csv
+echo "vmm,mtu,round,rtt_us,h2g_mbyte_s,g2h_mbyte_s" >"$res"
+free_ports() {
+	python3 -c 'import socket
+ss = [socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))'
+}
+qboot=/usr/share/qemu/qboot.rom
+
+# run_one LABEL ROUND MTU: one boot, one line of results.csv (empty fields when
+# the guest never got ready).
+run_one() {
+	local label=$1 round=$2 mtu=$3 kind=${1%-*} name=$1-mtu$3-r$2 pid t=0 r
+	local p1 p2 p3 nic=virtio-net-pci,netdev=n0 argv
+	# Polled while it grows: not on --out, which may be a 9p share.
+	local log=$tmp/$name.log
+	read -r p1 p2 p3 <<<"$(free_ports)"
+	[ "$mtu" = 65520 ] && nic+=,host_mtu=65520
+	argv=()
+	if [ "$kind" = qemu ]; then
+		argv=("$qemu" -accel kvm -cpu host -M q35 -nodefaults -no-user-config
+			-nographic -no-reboot)
+		[ -r "$qboot" ] && argv+=(-bios "$qboot")
+	else
+		argv=("$brisk" -nodefaults -no-reboot)
+	fi
+	argv+=(-m 512M -smp 1 -serial stdio -kernel "$kernel" -initrd "$out/guest.img"
+		-append "console=ttyS0 quiet panic=-1 netb.mib=$mib"
+		-device "$nic"
+		-netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$p1-:5601,hostfwd=tcp:127.0.0.1:$p2-:5602,hostfwd=tcp:127.0.0.1:$p3-:5603")
+	printf '%q ' "${argv[@]}" >"$log.cmd"
+	"${argv[@]}" </dev/null >"$log" 2>&1 &
+	pid=$!
+	# Polling the console's log: a benchmark, so a wait here judges nothing.
+	while ! grep -q NETB-READY "$log" && kill -0 $pid 2>/dev/null && [ $t -lt 3000 ]; do
+		sleep 0.1
+		t=$((t + 1))
+	done
+	r=
+	if grep -q NETB-READY "$log"; then
+		python3 "$here/net/peer.py" "$p1" "$p2" "$p3" "$mib" "$pings" >"$log.peer" 2>&1
+		r=$(awk '{ v[$1] = $2 } END { printf "%s,%s,%s", v["rtt_us"], v["h2g_mbyte_s"], v["g2h_mbyte_s"] }' "$log.peer")
+		grep -q "^g2h_bytes $((mib << 20))\$" "$log.peer" || r=,,
+	fi
+	kill $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	cp "$log" "$log".* "$out/raw/" 2>/dev/null
+	echo "$label,$mtu,$round,${r:-,,}" >>"$res"
+	echo "net-vs-qemu: $label mtu $mtu round $round: ${r:-no result, see $out/raw/$name.log}" >&2
+}
+
+# Round 0, left out of the medians: each VMM's first boot in a fresh
+# nested host reads its binary, kernel and image through 9p.
+for v in brisk-a qemu; do
+	run_one "$v" 0 "${mtus%% *}"
+done
+for r in $(seq "$rounds"); do
+	for m in $mtus; do
+		for v in brisk-a qemu brisk-b; do
+			run_one "$v" "$r" "$m"
+		done
+	done
+done
+
+summarise
