@@ -1053,8 +1053,8 @@ static void test_offload_features(void)
 		if (!net_up_hdr(&g, cases[i].want))
 			return;
 		CHECK_EQ(dev_features(&g.d) & OFFLOAD_BITS, OFFLOAD_BITS);
-		CHECK_EQ(g.f.offload_calls, 1);
-		CHECK_EQ(g.f.offloads, cases[i].told);
+		CHECK_EQ(fake(&g)->offload_calls, 1);
+		CHECK_EQ(fake(&g)->offloads, cases[i].told);
 		net_free(&g);
 	}
 }
@@ -1079,12 +1079,12 @@ static void test_offload_tx(void)
 	id = tx_add(&g, 0, 3000, 3, 4);
 	memcpy(slot_data(g.t, 0), h, HDR_LEN);
 	gq_kick(&g.q[TXQ]);
-	loop_turn(&g);
+	nic_turn(&g);
 	CHECK(id >= 0 && gq_get_used(&g.q[TXQ], &len) == id && len == 0);
-	CHECK_EQ(g.f.sent, 1);
-	CHECK_EQ(g.f.last_len, HDR_LEN + 3000);
-	CHECK(!memcmp(g.f.last, h, HDR_LEN));
-	CHECK(frame_is(g.f.last + HDR_LEN, 3000, 4));
+	CHECK_EQ(fake(&g)->sent, 1);
+	CHECK_EQ(fake(&g)->last_len, HDR_LEN + 3000);
+	CHECK(!memcmp(fake(&g)->last, h, HDR_LEN));
+	CHECK(frame_is(fake(&g)->last + HDR_LEN, 3000, 4));
 	CHECK_EQ(stats(&g).tx_frames, 1);
 	net_free(&g);
 }
@@ -1126,8 +1126,8 @@ static void test_offload_rx(bool csum)
 	gq_kick(&g.q[RXQ]);
 	if (!csum)
 		h[1] = VIRTIO_NET_HDR_GSO_NONE;	/* a back end told no TSO sends none */
-	fake_queue_hdr(&g.f, h, csum ? 9000 : 1000, 12);
-	loop_turn(&g);
+	fake_queue_hdr(fake(&g), h, csum ? 9000 : 1000, 12);
+	nic_turn(&g);
 	p = slot_data(g.t, 0);
 	CHECK_EQ(p[0], csum ? h[0] : 0);
 	CHECK_EQ(p[1], h[1]);
@@ -1146,9 +1146,9 @@ static void test_offload_rx(bool csum)
 	CHECK_EQ(stats(&g).rx_dropped, 0);
 	/* Without TSO the MTU bounds every frame, the header's length aside. */
 	if (!csum) {
-		fake_queue_hdr(&g.f, h, 1500 + 14 + 1, 13);
-		fake_queue_hdr(&g.f, h, 1500 + 14, 14);
-		loop_turn(&g);
+		fake_queue_hdr(fake(&g), h, 1500 + 14 + 1, 13);
+		fake_queue_hdr(fake(&g), h, 1500 + 14, 14);
+		nic_turn(&g);
 		CHECK_EQ(stats(&g).rx_dropped, 1);
 		CHECK(gq_get_used(&g.q[RXQ], &len) >= 0 && len == HDR_LEN + 1514);
 	}
@@ -1169,26 +1169,26 @@ static void test_rx_pause(void)
 
 	if (!net_up(&g, &cfg, NUM, ALL_FEATURES))
 		return;
-	fake_queue(&g.f, 100, 20);
+	fake_queue(fake(&g), 100, 20);
 	CHECK_EQ(iothread_poll(g.t->b.m.loop, 0), 1);
-	CHECK_EQ(g.f.rx_n, 1);
+	CHECK_EQ(fake(&g)->rx_n, 1);
 	/* rx_fd is still readable: only the NIC's pause keeps the loop quiet. */
 	CHECK_EQ(iothread_poll(g.t->b.m.loop, 0), 0);
 	rx_post(&g, 0, 2048);
 	gq_kick(&g.q[RXQ]);
-	loop_turn(&g);
-	CHECK_EQ(g.f.rx_n, 0);
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->rx_n, 0);
 	CHECK(gq_get_used(&g.q[RXQ], &len) >= 0 && len == HDR_LEN + 100);
 	/* Watching again: the next frame needs no kick. */
 	rx_post(&g, 1, 2048);
 	gq_kick(&g.q[RXQ]);
-	loop_turn(&g);
-	fake_queue(&g.f, 60, 21);
-	loop_turn(&g);
+	nic_turn(&g);
+	fake_queue(fake(&g), 60, 21);
+	nic_turn(&g);
 	CHECK(gq_get_used(&g.q[RXQ], &len) >= 0 && len == HDR_LEN + 60);
 	/* A back end gone for good, its fd readable for ever: watched no more. */
-	g.f.nd.rx_gone = true;
-	CHECK(eventfd_write(g.f.nd.rx_fd, 1) == 0);
+	fake(&g)->nd.rx_gone = true;
+	CHECK(eventfd_write(fake(&g)->nd.rx_fd, 1) == 0);
 	CHECK_EQ(iothread_poll(g.t->b.m.loop, 0), 1);
 	CHECK_EQ(iothread_poll(g.t->b.m.loop, 0), 0);
 	net_free(&g);
