@@ -37,6 +37,7 @@
 #include "capture.h"
 #include "check.h"
 #include "net-frames.h"
+#include "opts-refused.h"
 
 #define WAIT_MS 20000
 /* net/queue.h's bounds, from the docs: 1024 frames or 4 MiB each way. */
@@ -931,20 +932,7 @@ static void test_free_in_flight(const char *dir)
 /* arg refused, before /dev/kvm, with exactly one line holding says. */
 static void refused(const char *arg, const char *says)
 {
-	struct netdev_stream_cfg *cfg;
-	char line[512];
-	int lines;
-
-	capture_begin();
-	cfg = stream_cfg(arg);
-	lines = capture_end(line, sizeof(line));
-	CHECK(!cfg);
-	CHECK_EQ(lines, 1);
-	CHECK(strstr(line, says));
-	if (!strstr(line, says))
-		printf("# %s: %s", arg, line);
-	cfg_free(cfg);
-	check_case("refused: -netdev stream,%s", arg);
+	opts_refused(&netdev_stream_spec, sizeof(struct netdev_stream_cfg), &netdev_stream_defaults, netdev_stream_check, arg, says);
 }
 
 static const struct {

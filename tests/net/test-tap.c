@@ -36,6 +36,7 @@
 #include "capture.h"
 #include "check.h"
 #include "net-frames.h"
+#include "opts-refused.h"
 
 #define WAIT_MS 20000
 #define HDR sizeof(struct virtio_net_hdr_v1)
@@ -466,20 +467,7 @@ static bool test_gone(void)
 
 static void refused(const char *arg, const char *says)
 {
-	struct netdev_tap_cfg *cfg;
-	char line[512];
-	int lines;
-
-	capture_begin();
-	cfg = tap_cfg(arg);
-	lines = capture_end(line, sizeof(line));
-	CHECK(!cfg);
-	CHECK_EQ(lines, 1);
-	CHECK(strstr(line, says));
-	if (!strstr(line, says))
-		printf("# %s: %s", arg, line);
-	cfg_free(cfg);
-	check_case("refused: -netdev tap,%s", arg);
+	opts_refused(&netdev_tap_spec, sizeof(struct netdev_tap_cfg), &netdev_tap_defaults, netdev_tap_check, arg, says);
 }
 
 static const struct {
