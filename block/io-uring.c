@@ -4,7 +4,6 @@
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -32,7 +31,6 @@
 struct blk_uring {
 	struct blk_queue q;
 	struct io_uring ring;
-	int efd;
 	/*
 	 * The file as the ring names it: registered (index 0 and
 	 * IOSQE_FIXED_FILE), which spares the kernel a file lookup and
@@ -411,14 +409,15 @@ static void uring_reap(struct blk_uring *u)
 	blk_queue_batch_end(&u->q, n);
 }
 
+/*
+ * The ring's own fd is what the thread watches: it polls readable exactly
+ * while completions wait, so a reap that took them all (in the kick that
+ * submitted them, or in a poller) leaves nothing to wake for, where an
+ * eventfd would stay set and cost a wakeup and a read.
+ */
 static void uring_handler(void *opaque)
 {
-	struct blk_uring *u = opaque;
-	eventfd_t v;
-
-	/* Drain first: completions after this re-arm the eventfd. */
-	(void)eventfd_read(u->efd, &v);
-	uring_reap(u);
+	uring_reap(opaque);
 }
 
 static bool uring_poll_ready(struct blk_queue *q)
@@ -426,10 +425,6 @@ static bool uring_poll_ready(struct blk_queue *q)
 	return io_uring_cq_ready(&to_uring(q)->ring) > 0;
 }
 
-/*
- * The eventfd stays armed: it is read (and the reap finds nothing) the
- * next time the thread sleeps, which costs less than toggling it.
- */
 static void uring_poll_run(struct blk_queue *q)
 {
 	uring_reap(to_uring(q));
@@ -440,7 +435,7 @@ static void uring_free(struct blk_queue *q)
 	struct blk_uring *u = to_uring(q);
 
 	/* Waits out a running handler; after this the ring is ours alone. */
-	iothread_del_fd(q->t, u->efd);
+	iothread_del_fd(q->t, u->ring.ring_fd);
 	if (u->retry_fd >= 0) {
 		iothread_del_fd(q->t, u->retry_fd);
 		close(u->retry_fd);
@@ -475,7 +470,6 @@ static void uring_free(struct blk_queue *q)
 	if (u->sqe_flags & IOSQE_FIXED_FILE)
 		io_uring_unregister_files(&u->ring);
 	io_uring_queue_exit(&u->ring);
-	close(u->efd);
 	free(u->zbuf);
 	free(u);
 }
@@ -524,14 +518,8 @@ struct blk_queue *blk_uring_new(struct blk_file *f, struct iothread *t,
 		*err = r;
 		return NULL;
 	}
-	u->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	r = u->efd < 0 ? -errno : io_uring_register_eventfd(&u->ring, u->efd);
-	if (!r && iothread_add_fd(t, u->efd, uring_handler, u) < 0)
-		r = -errno;
-	if (r < 0) {
-		error_report("%s: io_uring setup: %s", f->path, strerror(-r));
-		if (u->efd >= 0)
-			close(u->efd);
+	if (iothread_add_fd(t, u->ring.ring_fd, uring_handler, u) < 0) {
+		error_report("%s: io_uring setup: %s", f->path, strerror(errno));
 		io_uring_queue_exit(&u->ring);
 		free(u);
 		return NULL;

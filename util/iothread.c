@@ -16,10 +16,10 @@
 
 #define IOTHREAD_MAX_EVENTS 64
 #define IOTHREAD_MAX_POLLERS 64	/* a device may run all its queues on one thread */
-/* Adaptive polling: the first window, and how it grows and shrinks. */
+/* Adaptive polling: the first window, and how it grows. */
 #define POLL_START_NS 4000ull
 #define POLL_GROW 2
-#define POLL_SHRINK 2
+#define POLL_FITS_TO_START 2
 /*
  * While pollers keep finding work, the thread's fds (timers, completions
  * of other backends, other devices' kicks) still get a look every this
@@ -30,6 +30,7 @@
 struct iothread_handler {
 	uint64_t id;		/* what epoll hands back: never reused */
 	int fd;
+	uint32_t events;	/* watched for: EPOLLIN, edge-triggered or not */
 	iothread_fn fn;
 	void *opaque;
 	struct iothread_handler *next;
@@ -58,7 +59,7 @@ struct iothread {
 	unsigned npollers;
 	/* I/O thread only, after start */
 	uint64_t poll_max_ns;
-	uint64_t poll_ns;	/* current window, adapted to the idle times seen */
+	struct iothread_poll_window poll;	/* adapted to the idle times seen */
 };
 
 struct iothread *iothread_new(const char *name)
@@ -90,7 +91,8 @@ struct iothread *iothread_new(const char *name)
 	return t;
 }
 
-int iothread_add_fd(struct iothread *t, int fd, iothread_fn fn, void *opaque)
+static int add_fd(struct iothread *t, int fd, uint32_t edge, iothread_fn fn,
+		  void *opaque)
 {
 	struct iothread_handler *h = calloc(1, sizeof(*h));
 
@@ -98,9 +100,10 @@ int iothread_add_fd(struct iothread *t, int fd, iothread_fn fn, void *opaque)
 		return -1;
 	pthread_mutex_lock(&t->lock);
 	*h = (struct iothread_handler){
-		.id = ++t->next_id, .fd = fd, .fn = fn, .opaque = opaque,
+		.id = ++t->next_id, .fd = fd, .events = EPOLLIN | edge, .fn = fn,
+		.opaque = opaque,
 	};
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = h->id };
+	struct epoll_event ev = { .events = h->events, .data.u64 = h->id };
 
 	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		pthread_mutex_unlock(&t->lock);
@@ -111,6 +114,16 @@ int iothread_add_fd(struct iothread *t, int fd, iothread_fn fn, void *opaque)
 	t->handlers = h;
 	pthread_mutex_unlock(&t->lock);
 	return 0;
+}
+
+int iothread_add_fd(struct iothread *t, int fd, iothread_fn fn, void *opaque)
+{
+	return add_fd(t, fd, 0, fn, opaque);
+}
+
+int iothread_add_event(struct iothread *t, int fd, iothread_fn fn, void *opaque)
+{
+	return add_fd(t, fd, EPOLLET, fn, opaque);
 }
 
 void iothread_del_fd(struct iothread *t, int fd)
@@ -140,7 +153,7 @@ void iothread_watch_fd(struct iothread *t, int fd, bool on)
 	for (struct iothread_handler *h = t->handlers; h; h = h->next) {
 		if (h->fd != fd)
 			continue;
-		struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.u64 = h->id };
+		struct epoll_event ev = { .events = on ? h->events : 0, .data.u64 = h->id };
 
 		/* MOD allocates nothing: it fails only for an fd closed while watched, a bug. */
 		int ret = epoll_ctl(t->epfd, EPOLL_CTL_MOD, fd, &ev);
@@ -268,7 +281,7 @@ static void quiesce_pollers(struct iothread *t, bool quiet)
  */
 static uint64_t iothread_spin(struct iothread *t, uint64_t since)
 {
-	uint64_t end = since + t->poll_ns;
+	uint64_t end = since + t->poll.ns;
 	unsigned busy_turns = 0;
 
 	quiesce_pollers(t, true);
@@ -281,7 +294,7 @@ static uint64_t iothread_spin(struct iothread *t, uint64_t since)
 		}
 		if (work) {
 			since = clock_now_ns();
-			end = since + t->poll_ns;
+			end = since + t->poll.ns;
 		} else {
 			sched_yield();
 		}
@@ -294,23 +307,28 @@ static uint64_t iothread_spin(struct iothread *t, uint64_t since)
 }
 
 /*
- * Polling pays when the thread would otherwise sleep only briefly: grow the
- * window while idle periods fit under the maximum, shrink it when they do
- * not, so an idle device stops spinning.
+ * Polling pays when the thread would otherwise sleep only briefly: the
+ * window grows while idle periods fit under the maximum.  One idle period
+ * past it ends polling, and polling starts again only once two in a row
+ * fit: a device whose gaps alternate (a short one for the driver's next
+ * request, a long one for a disk) would otherwise spin a window's worth
+ * for nothing on every request, and a driver that comes less often than
+ * the maximum would pay a window each time.
  */
-static void adapt_poll(struct iothread *t, uint64_t idle_ns)
+void iothread_poll_adapt(struct iothread_poll_window *w, uint64_t idle_ns, uint64_t max)
 {
-	if (idle_ns <= t->poll_ns)
+	if (idle_ns <= w->ns)
 		return;
-	if (idle_ns > t->poll_max_ns) {
-		t->poll_ns /= POLL_SHRINK;
-		if (t->poll_ns < POLL_START_NS)
-			t->poll_ns = 0;
-	} else if (t->poll_ns < t->poll_max_ns) {
-		t->poll_ns = t->poll_ns ? t->poll_ns * POLL_GROW : POLL_START_NS;
-		if (t->poll_ns > t->poll_max_ns)
-			t->poll_ns = t->poll_max_ns;
+	if (idle_ns > max) {
+		w->ns = 0;
+		w->fits = 0;
+		return;
 	}
+	if (!w->ns && ++w->fits < POLL_FITS_TO_START)
+		return;
+	w->ns = w->ns ? w->ns * POLL_GROW : POLL_START_NS;
+	if (w->ns > max)
+		w->ns = max;
 }
 
 static void *iothread_main(void *arg)
@@ -319,16 +337,28 @@ static void *iothread_main(void *arg)
 
 	while (__atomic_load_n(&t->running, __ATOMIC_ACQUIRE)) {
 		uint64_t idle_since = 0;
+		int ran;
 
 		if (t->poll_max_ns && __atomic_load_n(&t->npollers, __ATOMIC_RELAXED)) {
 			idle_since = clock_now_ns();
-			if (t->poll_ns)
+			if (t->poll.ns)
 				idle_since = iothread_spin(t, idle_since);
 		}
-		if (iothread_poll(t, -1) < 0)
+		/*
+		 * Nothing run (a signal, an event whose handler went): still
+		 * the same idle period.  io_uring's completion work comes as a
+		 * signal-like wakeup that ends the wait empty-handed: counted
+		 * as an idle period of its own, it would make a disk's wait
+		 * look like two short ones.
+		 */
+		do
+			ran = iothread_poll(t, -1);
+		while (ran == 0 && __atomic_load_n(&t->running, __ATOMIC_ACQUIRE));
+		if (ran < 0)
 			break;
 		if (idle_since)
-			adapt_poll(t, clock_now_ns() - idle_since);
+			iothread_poll_adapt(&t->poll, clock_now_ns() - idle_since,
+					    t->poll_max_ns);
 	}
 	return NULL;
 }

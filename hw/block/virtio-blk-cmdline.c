@@ -182,7 +182,7 @@ static int drive_add_device(struct blk_cmdline *c, unsigned drive)
 	  OPT_PRINTABLE | OPT_EMPTY, .max = VBLK_SERIAL_LEN,				\
 	  .help = "the disk's serial (GET_ID)" },					\
 	{ "poll-us", OPT_UINT, V(poll_us, unsigned), .max = VBLK_MAX_POLL_US,		\
-	  .def = "2000", .help = "how long an idle I/O thread polls its rings" },	\
+	  .def = "16", .help = "how long an idle I/O thread polls its rings" },	\
 	{ "iothreads", OPT_UINT, V(iothreads, unsigned), .min = 1,			\
 	  .max = VBLK_MAX_QUEUES, .def = "1", .help = "I/O threads; queue i runs on i % N" }
 static const struct opt_prop device_props[] = {

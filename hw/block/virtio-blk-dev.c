@@ -116,7 +116,7 @@ static int vblk_start_queue(struct virtio_device *vdev, unsigned qi, int kick_fd
 	assert(qi < s->nq && q->kick_fd < 0);
 	/* Set before the handler can run: add_fd orders it for the thread. */
 	q->kick_fd = kick_fd;
-	if (iothread_add_fd(q->t, kick_fd, vblk_kick_ext, q) < 0) {
+	if (iothread_add_event(q->t, kick_fd, vblk_kick, q) < 0) {
 		q->kick_fd = -1;
 		return -1;
 	}
@@ -259,7 +259,7 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 		q->irq_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if ((timer && (q->irq_timer_fd < 0 ||
 			     iothread_add_fd(q->t, q->irq_timer_fd, vblk_irq_timer_handler, q) < 0)) ||
-	    iothread_add_fd(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
+	    iothread_add_event(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
 	    (poll && iothread_add_poller(q->t, &poller) < 0)) {
 		error_report("virtio-blk %s: cannot set up queue %u: %s",
 			     s->vdev.name, i, strerror(errno));

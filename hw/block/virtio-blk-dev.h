@@ -146,7 +146,6 @@ struct vblk {
 
 /* virtio-blk.c: the I/O thread's handlers, which construction installs. */
 void vblk_kick(void *opaque);
-void vblk_kick_ext(void *opaque);
 bool vblk_poll_ready(void *opaque);
 void vblk_poll_run(void *opaque);
 void vblk_poll_quiesce(void *opaque, bool quiet);

@@ -476,11 +476,12 @@ static bool vblk_kick_round(struct vblk_queue *q)
 /*
  * Pops until the ring is empty, or for VBLK_SERVE_ROUNDS rounds: a driver
  * that keeps its ring full must not keep the I/O thread from its other
- * queues.  The kick is then raised again, to be served after them.  When
- * polling, also reaps the backend's ready completions; everything that
- * completed meanwhile (also inside add and submit) leaves in one publish.
+ * queues.  The kick is then raised again, to be served after them.  The
+ * backend's ready completions are reaped too (a read the page cache
+ * answered within the submit, what completed while polling), so
+ * everything leaves in one publish instead of waking the thread again.
  */
-static void vblk_serve(struct vblk_queue *q, bool reap)
+static void vblk_serve(struct vblk_queue *q)
 {
 	unsigned rounds = 0;
 	bool more;
@@ -488,7 +489,7 @@ static void vblk_serve(struct vblk_queue *q, bool reap)
 	q->in_kick = true;
 	while ((more = vblk_kick_round(q)) && ++rounds < VBLK_SERVE_ROUNDS)
 		;
-	if (reap)
+	if (blk_queue_poll_ready(q->bq))
 		blk_queue_poll_run(q->bq);
 	q->in_kick = false;
 	vblk_publish(q);
@@ -496,28 +497,13 @@ static void vblk_serve(struct vblk_queue *q, bool reap)
 		(void)eventfd_write(q->s->vdev.queues[q->idx].kick_fd, 1);
 }
 
-static void vblk_kick_read(struct vblk_queue *q, int fd)
-{
-	uint64_t cnt;
-
-	if (read(fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
-		return;
-	vblk_serve(q, false);
-}
-
+/*
+ * A kick: its eventfd is watched edge-triggered and never read (a read
+ * per request is a syscall for nothing).
+ */
 void vblk_kick(void *opaque)
 {
-	struct vblk_queue *q = opaque;
-
-	vblk_kick_read(q, q->s->vdev.queues[q->idx].kick_fd);
-}
-
-/* A kick on the eventfd a vhost-user front-end gave the queue. */
-void vblk_kick_ext(void *opaque)
-{
-	struct vblk_queue *q = opaque;
-
-	vblk_kick_read(q, q->kick_fd);
+	vblk_serve(opaque);
 }
 
 /*
@@ -542,7 +528,7 @@ bool vblk_poll_ready(void *opaque)
 
 void vblk_poll_run(void *opaque)
 {
-	vblk_serve(opaque, true);
+	vblk_serve(opaque);
 }
 
 void vblk_poll_quiesce(void *opaque, bool quiet)

@@ -19,6 +19,12 @@ struct iothread;
 struct iothread *iothread_new(const char *name);
 /* Handlers of one iothread never run concurrently with each other. */
 int iothread_add_fd(struct iothread *t, int fd, iothread_fn fn, void *opaque);
+/*
+ * An eventfd whose handler does not read it: every write to it runs fn
+ * once (edge-triggered), sparing a read per wakeup.  fn must take all the
+ * work there is, as nothing calls it again for work it leaves.
+ */
+int iothread_add_event(struct iothread *t, int fd, iothread_fn fn, void *opaque);
 /* Once this returns, fn is not running and will not run again for fd. */
 void iothread_del_fd(struct iothread *t, int fd);
 /*
@@ -34,7 +40,7 @@ void iothread_watch_fd(struct iothread *t, int fd, bool on);
  * checking them, with their wakeups turned off (quiesce(true): a virtqueue
  * stops asking for kicks), and turns the wakeups back on before sleeping.
  * The window adapts between 0 and the maximum to how long the thread
- * actually sat idle.  ready() and run() run with the thread's handlers,
+ * actually sat idle (iothread_poll_adapt()).  ready() and run() run with the thread's handlers,
  * never concurrently with them.
  */
 struct iothread_poller {
@@ -47,6 +53,17 @@ struct iothread_poller {
 /* At most 64 per thread; -1 with ENOSPC beyond. */
 int iothread_add_poller(struct iothread *t, const struct iothread_poller *p);
 void iothread_del_poller(struct iothread *t, void *opaque);
+/*
+ * The polling window, adapted after each idle period of idle_ns spent
+ * with it: unchanged when it covered the period; 0 past max; otherwise
+ * grown (4 us, then doubling, up to max), from 0 only once two periods in
+ * a row fit under max.
+ */
+struct iothread_poll_window {
+	uint64_t ns;
+	unsigned fits;		/* periods in a row that fit, while ns is 0 */
+};
+void iothread_poll_adapt(struct iothread_poll_window *w, uint64_t idle_ns, uint64_t max);
 /* Before iothread_start(); 0 (the default) never polls. */
 void iothread_set_poll_max(struct iothread *t, uint64_t ns);
 int iothread_start(struct iothread *t);

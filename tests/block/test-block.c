@@ -374,6 +374,38 @@ static bool t_batch_done(struct env *e)
 	return true;
 }
 
+/*
+ * io_uring: what the thread watches is the ring itself, readable exactly
+ * while completions wait.  Once a poller (or the kick that submitted, as
+ * virtio-blk's does) reaped them all, the thread has nothing to wake for;
+ * a completion nobody reaped still wakes it.
+ */
+static bool t_reaped_quiet(struct env *e)
+{
+	static struct treq t[2];
+	static unsigned char buf[2][4096];
+
+	for (int i = 0; i < 2; i++) {
+		treq_init(e, &t[i], BLK_OP_READ, (uint64_t)i * 4096);
+		t[i].iov[0] = (struct iovec){ buf[i], sizeof(buf[i]) };
+		t[i].r.iovcnt = 1;
+	}
+	tadd(e->q, &t[0]);
+	blk_queue_submit(e->q);
+	for (int i = 0; i < 10000 && !blk_queue_poll_ready(e->q); i++)
+		usleep(1000);
+	CHECK(blk_queue_poll_ready(e->q));
+	blk_queue_poll_run(e->q);
+	CHECK(e->count == 1 && t[0].res == 4096);
+	CHECK(!blk_queue_poll_ready(e->q));
+	CHECK(iothread_poll(e->t, 0) == 0);
+	tadd(e->q, &t[1]);
+	blk_queue_submit(e->q);
+	CHECK(wait_count(e, 2) && t[1].res == 4096);
+	CHECK(iothread_poll(e->t, 0) == 0);
+	return true;
+}
+
 /* A callback that queues more work on its own queue, as a device may. */
 struct chain {
 	struct treq t;
@@ -1731,6 +1763,7 @@ int main(int argc, char **argv)
 		{ "submit-refused-for-good", t_submit_refused_for_good, NULL, true },
 		{ "free-inflight", t_free_inflight, NULL },
 		{ "batch-done", t_batch_done, NULL },
+		{ "reaped-quiet", t_reaped_quiet, NULL, true },
 	};
 	const char *d = getenv("BLK_TEST_DIR");
 

@@ -109,7 +109,7 @@ static void test_good(void)
 	/*
 	 * Defaults, the short form, and QEMU's driver= spelling.  Expected
 	 * defaults are the documented ones, never brisk's constants: README's
-	 * -device row gives queue-size 256, poll-us 2000, iothreads 1,
+	 * -device row gives queue-size 256, poll-us 16, iothreads 1,
 	 * irq-coalesce-us 0, irq-interval-us 0 and num-queues one per vCPU;
 	 * the disk is "served by io_uring" (README); the rest are QEMU's
 	 * virtio-blk-pci and -drive defaults, which README's promise that
@@ -130,8 +130,8 @@ static void test_good(void)
 		CHECK(c->devs[0]->num_queues == 0);	/* one per vCPU, at create */
 		CHECK(c->devs[0]->queue_size == 256 && !c->devs[0]->ring.packed);
 		CHECK(c->devs[0]->ring.event_idx && c->devs[0]->ring.indirect_desc);
-		CHECK(c->devs[0]->poll_us == 2000);
-		CHECK(c->devs[1]->poll_us == 2000);
+		CHECK(c->devs[0]->poll_us == 16);
+		CHECK(c->devs[1]->poll_us == 16);
 		CHECK(c->devs[2]->queue_size == 256 && c->devs[2]->iothreads == 1);
 		CHECK(c->devs[0]->iothreads == 1);
 		CHECK(!c->devs[0]->logical_block_size && !c->devs[0]->physical_block_size);

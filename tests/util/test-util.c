@@ -332,6 +332,85 @@ static void test_iothread(void)
 	close(c.fd);
 }
 
+static void ran(void *opaque)
+{
+	(*(int *)opaque)++;
+}
+
+/*
+ * An event (iothread_add_event): its handler runs once per write and
+ * never reads the eventfd, so a level-triggered watch would run it again
+ * on every turn; watch_fd(on) must keep the edge.
+ */
+static void test_iothread_event(void)
+{
+	struct iothread *t = iothread_new("test");
+	int fd = eventfd(0, EFD_NONBLOCK), runs = 0;
+	uint64_t one = 1, n;
+
+	CHECK(t != NULL && fd >= 0);
+	CHECK(iothread_add_event(t, fd, ran, &runs) == 0);
+	CHECK(iothread_poll(t, 0) == 0);
+	CHECK(write(fd, &one, sizeof(one)) == sizeof(one));
+	CHECK(iothread_poll(t, 1000) == 1 && runs == 1);
+	CHECK(iothread_poll(t, 0) == 0 && runs == 1);
+	/* Two writes before the thread looks: one run takes the work of both. */
+	CHECK(write(fd, &one, sizeof(one)) == sizeof(one));
+	CHECK(write(fd, &one, sizeof(one)) == sizeof(one));
+	CHECK(iothread_poll(t, 1000) == 1 && runs == 2);
+	CHECK(iothread_poll(t, 0) == 0);
+	iothread_watch_fd(t, fd, false);
+	CHECK(write(fd, &one, sizeof(one)) == sizeof(one));
+	CHECK(iothread_poll(t, 0) == 0);
+	iothread_watch_fd(t, fd, true);
+	CHECK(write(fd, &one, sizeof(one)) == sizeof(one));
+	CHECK(iothread_poll(t, 1000) == 1 && runs == 3);
+	CHECK(iothread_poll(t, 0) == 0 && runs == 3);
+	/* Never read: the count is every write. */
+	CHECK(read(fd, &n, sizeof(n)) == sizeof(n) && n == 5);
+	iothread_free(t);
+	close(fd);
+}
+
+/*
+ * The polling window's contract (iothread.h): kept while it covers the
+ * idle period, 0 past the maximum, grown from 4 us by doubling up to the
+ * maximum, and from 0 only after two fitting periods in a row.
+ */
+static void test_iothread_poll_adapt(void)
+{
+	const uint64_t us = 1000, max = 16 * us;
+	struct iothread_poll_window w = { 0 };
+
+	iothread_poll_adapt(&w, 10 * us, max);
+	CHECK(w.ns == 0);		/* one short period: not yet */
+	iothread_poll_adapt(&w, 30 * us, max);
+	CHECK(w.ns == 0);		/* a long one: the count starts over */
+	iothread_poll_adapt(&w, 10 * us, max);
+	CHECK(w.ns == 0);
+	iothread_poll_adapt(&w, 10 * us, max);
+	CHECK(w.ns == 4 * us);		/* two in a row */
+	iothread_poll_adapt(&w, 3 * us, max);
+	CHECK(w.ns == 4 * us);		/* covered: kept */
+	iothread_poll_adapt(&w, 5 * us, max);
+	CHECK(w.ns == 8 * us);
+	iothread_poll_adapt(&w, 9 * us, max);
+	CHECK(w.ns == 16 * us);
+	iothread_poll_adapt(&w, 16 * us, max);
+	CHECK(w.ns == 16 * us);		/* at the maximum */
+	iothread_poll_adapt(&w, 16 * us + 1, max);
+	CHECK(w.ns == 0);		/* past it: off at once */
+	iothread_poll_adapt(&w, 1 * us, max);
+	CHECK(w.ns == 0);
+	iothread_poll_adapt(&w, 1 * us, max);
+	CHECK(w.ns == 4 * us);
+	/* A maximum under the first step: the window is the maximum. */
+	w = (struct iothread_poll_window){ 0 };
+	iothread_poll_adapt(&w, 2 * us, 3 * us);
+	iothread_poll_adapt(&w, 2 * us, 3 * us);
+	CHECK(w.ns == 3 * us);
+}
+
 /*
  * A handler removes another whose event is already in the same epoll
  * batch and adds a third: the allocator hands the third the memory the
@@ -431,6 +510,15 @@ static void src_quiesce(void *opaque, bool quiet)
 		p->woken++;
 }
 
+/* A kick's handler that serves, as a device's does. */
+static void src_kick(void *opaque)
+{
+	struct pollsrc *p = opaque;
+
+	count(p->kick);
+	src_run(p);
+}
+
 /* Posts one item; returns whether it was taken within a second. */
 static bool src_post(struct pollsrc *p)
 {
@@ -484,7 +572,7 @@ static void test_iothread_polling(void)
 	 */
 	src = (struct pollsrc){ .kick = &c };
 	t = iothread_new("poll");
-	CHECK(iothread_add_fd(t, c.fd, count, &c) == 0);
+	CHECK(iothread_add_fd(t, c.fd, src_kick, &src) == 0);
 	CHECK(iothread_add_poller(t, &poller) == 0);
 	iothread_set_poll_max(t, 200 * 1000 * 1000ull);
 	CHECK(iothread_start(t) == 0);
@@ -570,7 +658,7 @@ static void test_iothread_fair(void)
 	uint64_t one = 1;
 	int i, unkicked = 0;
 
-	CHECK(iothread_add_fd(t, c.fd, count, &c) == 0);
+	CHECK(iothread_add_fd(t, c.fd, src_kick, &src) == 0);
 	CHECK(iothread_add_fd(t, other.fd, count, &other) == 0);
 	CHECK(iothread_add_poller(t, &poller) == 0);
 	/* Never idle past it, however slow the host: the window stays open. */
@@ -606,6 +694,8 @@ int main(void)
 	RUN(test_guest_ram_alloc());
 	RUN(test_bus());
 	RUN(test_iothread());
+	RUN(test_iothread_event());
+	RUN(test_iothread_poll_adapt());
 	RUN(test_iothread_stale_event());
 	RUN(test_iothread_polling());
 	RUN(test_iothread_fair());
