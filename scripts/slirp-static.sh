@@ -15,7 +15,8 @@
 # static glib and pcre2 it needs (the host's libglib2.0-dev, or for the
 # cross build the arm64 packages of scripts/arm64-debs.sh).  DIR defaults
 # to ${XDG_CACHE_HOME:-~/.cache}/brisk/slirp.  Cheap to rerun: a library
-# already built is kept.
+# already built is kept until the host's libslirp-dev changes version (a
+# security update), which fetches the source again and rebuilds.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 native=$(uname -m)
@@ -38,17 +39,22 @@ if [ "$arch" != "$native" ]; then
 	sysroot=$("$top/scripts/arm64-debs.sh")/root
 fi
 libdir=$sysroot/usr/lib/$triplet
-[ -e "$out/.built" ] && { echo "$out"; exit 0; }
+ver=$(dpkg-query -W -f '${Version}' libslirp-dev 2>/dev/null || echo none)
+[ -e "$out/.built" ] && [ "$(cat "$out/.built")" = "$ver" ] && { echo "$out"; exit 0; }
 mkdir -p "$dir"
 
-# The source, once for both architectures.
-if [ ! -e "$dir/.source" ]; then
+# The source, once for both architectures and each libslirp-dev version.
+if [ ! -e "$dir/.source" ] || [ "$(cat "$dir/.source")" != "$ver" ]; then
 	# shellcheck disable=SC1091 # the system's own
 	. /etc/os-release
 	suite=${VERSION_CODENAME:-bookworm}
 	mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial" "$dir/src"
-	echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $suite main" \
-		>"$dir/apt/sources.list"
+	key=/usr/share/keyrings/debian-archive-keyring.gpg
+	{
+		echo "deb-src [signed-by=$key] http://deb.debian.org/debian $suite main"
+		echo "deb-src [signed-by=$key] http://deb.debian.org/debian $suite-updates main"
+		echo "deb-src [signed-by=$key] http://deb.debian.org/debian-security $suite-security main"
+	} >"$dir/apt/sources.list"
 	set -- -q -o "Dir::Etc::SourceList=$dir/apt/sources.list" \
 		-o Dir::Etc::SourceParts=/nonexistent -o "Dir::State::Lists=$dir/apt/lists" \
 		-o "Dir::Cache=$dir/apt/cache" -o APT::Sandbox::User=
@@ -59,7 +65,7 @@ if [ ! -e "$dir/.source" ]; then
 		{ echo "slirp-static: cannot fetch libslirp's source (dpkg-dev for dpkg-source?)" >&2; exit 1; }
 	# The source index (20 MB) has served its one purpose.
 	rm -rf "$dir/apt"
-	: >"$dir/.source"
+	echo "$ver" >"$dir/.source"
 fi
 src=$(find "$dir/src" -mindepth 1 -maxdepth 1 -type d -name 'libslirp-*' | head -n 1)
 [ -n "$src" ] || { echo "slirp-static: no libslirp source under $dir/src" >&2; exit 1; }
@@ -90,5 +96,5 @@ cp "$build/libslirp.a" "$out/lib/"
 cp "$src/src/libslirp.h" "$build/libslirp-version.h" "$out/include/slirp/"
 for l in glib-2.0 pcre2-8; do ln -sf "$libdir/lib$l.a" "$out/lib/lib$l.a"; done
 rm -rf "$build"
-: >"$out/.built"
+echo "$ver" >"$out/.built"
 echo "$out"
