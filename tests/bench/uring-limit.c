@@ -8,7 +8,13 @@
  * back ends pay for the front end's clock): a count and the process's CPU
  * time over the measured seconds.
  *
+ * With --rate IOPS, read k is due at start + k / IOPS (at most N in
+ * flight), and between them the loop sleeps in io_uring_enter until the
+ * next one is due or a read completes: the floor of a back end's CPU per
+ * I/O at that rate, which also has to wake for each request and read it.
+ *
  *   uring-limit --file F [--depth N] [--seconds S] [--warmup S] [--direct]
+ *               [--rate IOPS]
  *
  * Prints "iops=... ios=... seconds=... backend_cpu_ns_per_io=...".
  */
@@ -55,11 +61,11 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "file", 1, 0, 'f' }, { "depth", 1, 0, 'd' }, { "seconds", 1, 0, 't' },
-		{ "warmup", 1, 0, 'w' }, { "direct", 0, 0, 'D' }, { 0 },
+		{ "warmup", 1, 0, 'w' }, { "direct", 0, 0, 'D' }, { "rate", 1, 0, 'r' }, { 0 },
 	};
 	const char *file = NULL;
 	unsigned depth = 64;
-	double seconds = 5, warmup = 1;
+	double seconds = 5, warmup = 1, rate = 0;
 	int c, fd, flags = O_RDONLY, ret;
 	uint64_t blocks, ios = 0, t0, t_meas, t_end, t1 = 0;
 	uint64_t cpu0 = 0, cpu1 = 0;
@@ -75,11 +81,13 @@ int main(int argc, char **argv)
 		case 't': seconds = atof(optarg); break;
 		case 'w': warmup = atof(optarg); break;
 		case 'D': flags |= O_DIRECT; break;
+		case 'r': rate = atof(optarg); break;
 		default: exit(2);
 		}
 	}
-	if (!file || depth < 1 || depth > 4096 || seconds <= 0) {
-		fprintf(stderr, "usage: uring-limit --file F [--depth N] [--seconds S] [--warmup S] [--direct]\n");
+	if (!file || depth < 1 || depth > 4096 || seconds <= 0 || rate < 0) {
+		fprintf(stderr, "usage: uring-limit --file F [--depth N] [--seconds S] [--warmup S] "
+			"[--direct] [--rate IOPS]\n");
 		return 2;
 	}
 	fd = open(file, flags);
@@ -104,8 +112,18 @@ int main(int argc, char **argv)
 	if ((ret = io_uring_register_buffers(&ring, iov, depth)) < 0)
 		fail("register_buffers", -ret);
 
-	for (unsigned i = 0; i < depth; i++)
-		queue_read(&ring, iov, i, blocks);
+	unsigned *free_slots = calloc(depth, sizeof(*free_slots)), nfree = 0;
+	uint64_t due = 0, k = 0;
+
+	if (!free_slots)
+		fail("slots", ENOMEM);
+	/* Closed loop: every slot busy from the start.  At a rate: all free. */
+	for (unsigned i = 0; i < depth; i++) {
+		if (rate)
+			free_slots[nfree++] = i;
+		else
+			queue_read(&ring, iov, i, blocks);
+	}
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	t_meas = t0 + (uint64_t)(warmup * 1e9);
 	t_end = t_meas + (uint64_t)(seconds * 1e9);
@@ -114,13 +132,33 @@ int main(int argc, char **argv)
 		unsigned head, got = 0;
 		uint64_t t;
 
-		/* Submits what the last reap queued, and waits for one or more. */
-		if ((ret = io_uring_submit_and_wait(&ring, 1)) < 0)
+		if (rate) {
+			t = clock_ns(CLOCK_MONOTONIC);
+			due = t0 + (uint64_t)(k * 1e9 / rate);
+			if (due <= t && nfree) {
+				queue_read(&ring, iov, free_slots[--nfree], blocks);
+				k++;
+				continue;
+			}
+			/* Submits what is queued, then sleeps until a read is due or done. */
+			uint64_t wait = due > t ? due - t : 1000000;
+			struct __kernel_timespec ts = { .tv_sec = (long long)(wait / 1000000000),
+							.tv_nsec = (long long)(wait % 1000000000) };
+
+			ret = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, NULL);
+			if (ret < 0 && ret != -ETIME && ret != -EINTR)
+				fail("io_uring_enter", -ret);
+		} else if ((ret = io_uring_submit_and_wait(&ring, 1)) < 0) {
+			/* Submits what the last reap queued, and waits for one or more. */
 			fail("io_uring_enter", -ret);
+		}
 		io_uring_for_each_cqe(&ring, head, cqe) {
 			if (cqe->res != 4096)
 				fail("read", cqe->res < 0 ? -cqe->res : EIO);
-			queue_read(&ring, iov, (unsigned)cqe->user_data, blocks);
+			if (rate)
+				free_slots[nfree++] = (unsigned)cqe->user_data;
+			else
+				queue_read(&ring, iov, (unsigned)cqe->user_data, blocks);
 			got++;
 		}
 		io_uring_cq_advance(&ring, got);

@@ -38,7 +38,8 @@ usage: tests/bench/vhost-blk-vs-qsd.sh [options]
                       null_blk (/dev/nullb0, modprobe null_blk)
                       (default file)
   --rates LIST        offered IOPS, 0 = closed loop; the rates above 0
-                      run at the deepest depth only (default 0,5000,20000)
+                      run at the deepest depth only (default 0,5000,20000);
+                      uring-limit at a rate is the floor of CPU per I/O
   --backends LIST     of brisk, qsd (7.2), qsd11, uring-limit, fio,
                       brisk-off, brisk-zero, brisk-polloff
                       (default brisk,qsd,qsd11,uring-limit,fio;
@@ -448,7 +449,7 @@ measure() { # measure ROUND BACKEND RING DEPTH CACHE DEVICE RATE
 	uring-limit)
 		line=$(taskset -c "$bcpu" "$main_build/tests/bench/uring-limit" --file "${dev_path[$dev]}" \
 			--depth $((depth * queues)) --seconds "$seconds" --warmup "$warmup" \
-			$([ "$cache" = none ] && echo --direct) 2>"$out/bench.err") || {
+			$([ "$cache" = none ] && echo --direct) --rate "$rate" 2>"$out/bench.err") || {
 			echo "$what: $(cat "$out/bench.err")" >>"$out/failed.txt"
 			say "$what: failed run, dropped: $(tail -n 1 "$out/failed.txt")"
 			return
@@ -538,8 +539,12 @@ for ((r = 0; r < rounds; r++)); do
 					for ((k = 0; k < n; k++)); do
 						b=${back_l[$(((k + r) % n))]}
 						case $b in
-						fio | uring-limit)
+						fio)
 							[ "$rate" = 0 ] && measure "$r" "$b" - "$depth" "$cache" "$dev" 0
+							continue ;;
+						uring-limit)
+							# At a rate: the floor of CPU per I/O.
+							measure "$r" "$b" - "$depth" "$cache" "$dev" "$rate"
 							continue ;;
 						esac
 						for ring in "${ring_l[@]}"; do
@@ -616,9 +621,11 @@ for key in sorted(points, key=order):
             parts.append('p99 %.1f us vs %s %.1f us' % (get(b, ring, *at, 'p99_ns') / 1e3, qname,
                                                      get(qs, qring, *at, 'p99_ns') / 1e3))
     for lim in ('uring-limit', 'fio'):
-        li = get(lim, '-', *at, 'iops')
-        if li:
+        li, lc = get(lim, '-', *at, 'iops'), get(lim, '-', *at, 'backend_cpu_ns_per_io')
+        if li and rate == '0':
             parts.append('%.0f%% of %s' % (100 * bi / li, lim))
+        elif lc:
+            parts.append('CPU/IO %.2fx %s' % (bc / lc, lim))
     for v in ('brisk-off', 'brisk-zero', 'brisk-polloff', 'brisk-aa', 'brisk-cmp'):
         vi = get(v, ring, *at, 'iops')
         if vi:
