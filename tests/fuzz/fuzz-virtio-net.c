@@ -17,9 +17,10 @@
  * ring entries and table entries anywhere (addresses outside RAM, loops,
  * bad flags, nested tables, indices ahead of the ring).
  *
- * While a queue has seen only strict chains, the harness models what the
- * device must do (VIRTIO 1.2, 5.1.6; hw/virtio/virtio-net.c's comments)
- * and aborts when it does not:
+ * While a queue has seen only strict chains (and, for transmitq, no raw
+ * receive descriptor, which may point the device's writes at transmit
+ * buffers), the harness models what the device must do (VIRTIO 1.2,
+ * 5.1.6; hw/virtio/virtio-net.c's comments) and aborts when it does not:
  *   - a frame the back end gives up (take) is delivered whole: its chains
  *     are the next ones posted, every one but the last used in full, the
  *     used lengths adding up to 12 + its length, one chain without
@@ -1023,12 +1024,23 @@ static void op_wild(struct fuzz_in *in)
 	uint64_t addr = wild_addr(fuzz_u64(in));
 	uint32_t len = fuzz_u32(in);
 	uint16_t a = fuzz_u16(in), b = fuzz_u16(in);
+	unsigned what = (kind >> 1) & 3;
 
 	if (!q->num)
 		return;
 	q->checkable = false;
 	z.hostile = true;
-	switch ((kind >> 1) & 3) {
+	/*
+	 * A raw receive descriptor or table entry may name, device-writable,
+	 * memory that posted transmit chains hold.  The device writes a frame
+	 * there as told (VIRTIO 1.2, 2.7.5.1 forbids it only device-readable
+	 * buffers) and reads a transmit chain's memory when it gets to it
+	 * (2.7.13.3), so the frame it sends is what that memory then holds,
+	 * not what was posted.
+	 */
+	if (qi == RXQ && (what == 0 || what == 3))
+		z.q[TXQ].checkable = false;
+	switch (what) {
 	case 0:	/* a descriptor anywhere in the ring */
 		wr_desc(q->desc + 16ull * (where % q->num), addr, len, a, b);
 		break;
