@@ -48,7 +48,7 @@ bool virtio_server_poll_ready(void *opaque)
 	struct virtio_device *vdev = sv->vdev;
 	bool work;
 
-	if (sv->ops->backend_ready(sv))
+	if (sv->ops->backend_ready && sv->ops->backend_ready(sv))
 		return true;
 	pthread_mutex_lock(&vdev->lock);
 	work = sv->serving && !vdev->broken &&

@@ -42,22 +42,32 @@ struct vs_req {
 
 struct virtio_server_ops {
 	/*
+	 * Optional, under the lock, while the ring has work: whether the
+	 * device takes another request now.  false ends the round with the
+	 * rest left in the ring; the device serves again when it can (a
+	 * rate limit's period ends, its source has bytes again).
+	 */
+	bool (*admit)(struct virtio_server *sv);
+	/*
 	 * Under the device lock, for each popped request (zeroed beyond the
 	 * element, used_len 1): 1 to submit it, 0 when it is answered at
 	 * once, -1 with *why when the guest broke the ring's rules (the
 	 * device then needs a reset).
 	 */
 	int (*parse)(struct virtio_server *sv, struct vs_req *r, const char **why);
-	/* Without the lock: a round's requests for the back end, in order. */
+	/*
+	 * Without the lock: a round's requests for the back end, in order.
+	 * Only for a device whose parse returns 1.
+	 */
 	void (*submit)(struct virtio_server *sv, struct vs_req *batch);
 	/*
-	 * Under the lock, as r goes into the used ring (not for a request
-	 * from before a reset, nor on a broken device).
+	 * Optional, under the lock, as r goes into the used ring (not for a
+	 * request from before a reset, nor on a broken device).
 	 */
 	void (*complete)(struct virtio_server *sv, struct vs_req *r);
 	/* Under the lock, after a flush: the interrupt, now or later. */
 	void (*notify)(struct virtio_server *sv);
-	/* The back end's completions ready to run, and running them. */
+	/* Optional: the back end's completions ready to run, and running them. */
 	bool (*backend_ready)(struct virtio_server *sv);
 	void (*backend_run)(struct virtio_server *sv);
 };
@@ -181,7 +191,8 @@ static inline void virtio_server_publish_locked(struct virtio_server *sv,
 
 		list = r->next;
 		if (!vdev->broken && r->gen == sv->gen) {
-			ops->complete(sv, r);
+			if (ops->complete)
+				ops->complete(sv, r);
 			virtqueue_fill(vq, &r->elem, r->used_len, n++);
 		}
 		vq_elem_put(&sv->cache, &r->elem);
@@ -232,10 +243,10 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 {
 	struct virtio_device *vdev = sv->vdev;
 	struct virtqueue *vq = &vdev->queues[sv->idx].vq;
-	struct vs_req *now = NULL, *batch = NULL, **tail = &batch;
+	struct vs_req *now = NULL, **now_tail = &now, *batch = NULL, **tail = &batch;
 	unsigned n, added = 0, answered = 0;
 	uint32_t gen;
-	bool more = false;
+	bool more = false, held = false;
 
 	pthread_mutex_lock(&vdev->lock);
 	if (!sv->serving || vdev->broken) {
@@ -248,8 +259,13 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 	for (n = 0; n < vq->num; n++) {
 		struct vq_elem *e;
 		const char *why = NULL;
-		int ret = virtqueue_pop_cached(vq, &sv->cache, &e);
+		int ret;
 
+		if (ops->admit && virtqueue_has_work(vq) && !ops->admit(sv)) {
+			held = true;
+			break;
+		}
+		ret = virtqueue_pop_cached(vq, &sv->cache, &e);
 		if (ret == 0)
 			break;
 		if (ret < 0) {
@@ -270,8 +286,9 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 			break;
 		}
 		if (ret == 0) {
-			r->next = now;
-			now = r;
+			/* In the used ring in the order taken, as a driver may expect. */
+			*now_tail = r;
+			now_tail = &r->next;
 			answered++;
 			continue;
 		}
@@ -286,15 +303,19 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 		more = n == vq->num;
 		/* A spinning I/O thread looks again itself: no kicks. */
 		if (!more && !sv->polling) {
-			/* Re-check after re-enabling, or a kick could be lost. */
 			virtqueue_set_notification(vq, true);
-			more = virtqueue_has_work(vq);
+			/*
+			 * Re-check after re-enabling, or a kick could be lost;
+			 * what the device did not admit waits until it serves
+			 * again itself.
+			 */
+			more = !held && virtqueue_has_work(vq);
 		}
 	}
 	if (now)
 		virtio_server_publish_locked(sv, ops, now);
 	pthread_mutex_unlock(&vdev->lock);
-	if (added)
+	if (ops->submit && added)
 		ops->submit(sv, batch);
 	return more;
 }
@@ -316,7 +337,7 @@ static inline void virtio_server_serve(struct virtio_server *sv,
 	sv->in_kick = true;
 	while ((more = virtio_server_round(sv, ops)) && ++rounds < VIRTIO_SERVER_ROUNDS)
 		;
-	if (ops->backend_ready(sv))
+	if (ops->backend_ready && ops->backend_ready(sv))
 		ops->backend_run(sv);
 	sv->in_kick = false;
 	virtio_server_publish(sv, ops);
