@@ -42,6 +42,12 @@ struct vs_req {
 
 struct virtio_server_ops {
 	/*
+	 * Requests one round pops at most (0: a queue's worth), and rounds
+	 * one kick serves (0: VIRTIO_SERVER_ROUNDS), before the thread
+	 * turns to its other work and the kick is raised again.
+	 */
+	unsigned round_max, rounds;
+	/*
 	 * Optional, under the lock, while the ring has work: whether the
 	 * device takes another request now.  false ends the round with the
 	 * rest left in the ring; the device serves again when it can (a
@@ -244,7 +250,7 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 	struct virtio_device *vdev = sv->vdev;
 	struct virtqueue *vq = &vdev->queues[sv->idx].vq;
 	struct vs_req *now = NULL, **now_tail = &now, *batch = NULL, **tail = &batch;
-	unsigned n, added = 0, answered = 0;
+	unsigned n, max, added = 0, answered = 0;
 	uint32_t gen;
 	bool more = false, held = false;
 
@@ -255,8 +261,9 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 	}
 	/* In locals: parse's stores through guest pointers would reload them. */
 	gen = sv->gen;
+	max = ops->round_max && ops->round_max < vq->num ? ops->round_max : vq->num;
 	virtqueue_set_notification(vq, false);
-	for (n = 0; n < vq->num; n++) {
+	for (n = 0; n < max; n++) {
 		struct vq_elem *e;
 		const char *why = NULL;
 		int ret;
@@ -300,7 +307,7 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 	/* Counted before the unlock: a reset from now on waits for them. */
 	__atomic_add_fetch(&sv->in_backend, added, __ATOMIC_RELAXED);
 	if (!vdev->broken) {
-		more = n == vq->num;
+		more = n == max;
 		/* A spinning I/O thread looks again itself: no kicks. */
 		if (!more && !sv->polling) {
 			virtqueue_set_notification(vq, true);
@@ -335,7 +342,8 @@ static inline void virtio_server_serve(struct virtio_server *sv,
 	bool more;
 
 	sv->in_kick = true;
-	while ((more = virtio_server_round(sv, ops)) && ++rounds < VIRTIO_SERVER_ROUNDS)
+	while ((more = virtio_server_round(sv, ops)) &&
+	       ++rounds < (ops->rounds ? ops->rounds : VIRTIO_SERVER_ROUNDS))
 		;
 	if (ops->backend_ready && ops->backend_ready(sv))
 		ops->backend_run(sv);
