@@ -2,11 +2,12 @@
 /*
  * virtio-blk (VIRTIO 1.2, 5.2), plugged into the guest's board on the
  * modern PCI transport, or served to another process's guest over
- * vhost-user (-export); the same device either way.  This file serves
- * requests, the hot path: decoding, submitting, completing, interrupts
- * and polling.  The device as the transport sees it, and its
- * construction, are virtio-blk-dev.c's; the command line is
- * virtio-blk-cmdline.c's.
+ * vhost-user (-export); the same device either way.  This file is the
+ * hot path's device half: decoding, submitting, completing and the
+ * interrupt's timing; the queue server (virtio/virtio-server.c) pops in
+ * rounds, publishes, polls and counts what is out for reset and stop.
+ * The device as the transport sees it, and its construction, are
+ * virtio-blk-dev.c's; the command line is virtio-blk-cmdline.c's.
  *
  * Every virtqueue has its own blk_queue (its own io_uring) and runs on one
  * of the device's I/O threads (iothreads=N, default 1: a polling thread

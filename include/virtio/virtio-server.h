@@ -3,8 +3,10 @@
 #define BRISK_VIRTIO_VIRTIO_SERVER_H
 
 /*
- * Serving one virtqueue on an I/O thread, for a device whose requests go
- * to a back end and come back later (virtio-blk).  The server pops in
+ * Serving one virtqueue on an I/O thread (or the main loop, which is
+ * one): for a device whose requests go to a back end and come back later
+ * (virtio-blk), or are answered as they are popped (virtio-rng,
+ * virtio-net's transmitq).  The server pops in
  * rounds under the device lock, a ring's worth at most, and hands each
  * round to the back end with one submit; completions gathered on the
  * thread go into the used ring together, one flush and at most one
@@ -14,8 +16,9 @@
  * counting that a reset (the back end may still touch guest memory) and
  * a stopped queue (every request taken is answered first) wait on.
  *
- * The device says what a request is (parse), starts it (submit), and
- * what a finished one writes into its chain (complete).
+ * The device says what a request is (parse), starts it (submit), what
+ * a finished one writes into its chain (complete) and when the driver
+ * hears of it (notify).
  */
 #include <pthread.h>
 #include <sys/eventfd.h>
