@@ -77,7 +77,7 @@ static int vblk_start(struct virtio_device *vdev)
 	for (unsigned i = 0; i < s->nq; i++) {
 		struct virtio_queue *vq = &vdev->queues[i];
 
-		s->q[i].serving = vq->ready;
+		virtio_server_start_locked(&s->q[i].sv, vq->ready);
 		/* Serve what the driver queued before DRIVER_OK. */
 		if (vq->ready && write(vq->kick_fd, &one, sizeof(one)) < 0)
 			return -1;
@@ -90,8 +90,7 @@ static void vblk_reset(struct virtio_device *vdev)
 	struct vblk *s = vdev_to_vblk(vdev);
 
 	for (unsigned i = 0; i < s->nq; i++) {
-		s->q[i].serving = false;
-		s->q[i].gen++;
+		virtio_server_reset_locked(&s->q[i].sv);
 		s->q[i].irq_held = false;
 	}
 }
@@ -103,7 +102,7 @@ static unsigned vblk_busy(struct virtio_device *vdev)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < s->nq; i++)
-		n += __atomic_load_n(&s->q[i].in_backend, __ATOMIC_ACQUIRE);
+		n += virtio_server_busy(&s->q[i].sv);
 	return n;
 }
 
@@ -116,16 +115,14 @@ static int vblk_start_queue(struct virtio_device *vdev, unsigned qi, int kick_fd
 	assert(qi < s->nq && q->kick_fd < 0);
 	/* Set before the handler can run: add_fd orders it for the thread. */
 	q->kick_fd = kick_fd;
-	if (iothread_add_event(q->t, kick_fd, vblk_kick, q) < 0) {
+	if (iothread_add_event(q->t, kick_fd, vblk_serve, &q->sv) < 0) {
 		q->kick_fd = -1;
 		return -1;
 	}
 	pthread_mutex_lock(&vdev->lock);
 	/* No DRIVER_OK on this transport: a ring's start is the device's. */
 	vblk_apply_features(s);
-	q->serving = true;
-	/* The ring may still say "no kicks" from a poll before the stop. */
-	virtqueue_set_notification(&vdev->queues[qi].vq, !q->polling);
+	virtio_server_restart_locked(&q->sv);
 	pthread_mutex_unlock(&vdev->lock);
 	/* Serve what the driver queued before the queue started. */
 	return write(vdev->queues[qi].kick_fd, &one, sizeof(one)) < 0 ? -1 : 0;
@@ -138,11 +135,7 @@ static void vblk_stop_queue(struct virtio_device *vdev, unsigned qi)
 
 	assert(qi < s->nq);
 	pthread_mutex_lock(&vdev->lock);
-	q->serving = false;
-	q->stopping = true;
-	while (q->outstanding)
-		pthread_cond_wait(&q->drained, &vdev->lock);
-	q->stopping = false;
+	virtio_server_stop_locked(&q->sv);
 	/* An interrupt held back for coalescing goes now, not never. */
 	if (q->irq_held && !vdev->broken)
 		vblk_irq_send_locked(q);
@@ -242,8 +235,8 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 	bool timer = cfg->irq_coalesce_us || cfg->irq_interval_us;
 	struct vblk_queue *q = &s->q[i];
 	struct iothread_poller poller = {
-		.ready = vblk_poll_ready, .run = vblk_poll_run,
-		.quiesce = vblk_poll_quiesce, .opaque = q,
+		.ready = virtio_server_poll_ready, .run = vblk_serve,
+		.quiesce = virtio_server_poll_quiesce, .opaque = &q->sv,
 	};
 
 	q->s = s;
@@ -259,7 +252,7 @@ static int vblk_queue_init(struct vblk *s, unsigned i, enum blk_aio aio,
 		q->irq_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if ((timer && (q->irq_timer_fd < 0 ||
 			     iothread_add_fd(q->t, q->irq_timer_fd, vblk_irq_timer_handler, q) < 0)) ||
-	    iothread_add_event(q->t, s->vdev.queues[i].kick_fd, vblk_kick, q) < 0 ||
+	    iothread_add_event(q->t, s->vdev.queues[i].kick_fd, vblk_serve, &q->sv) < 0 ||
 	    (poll && iothread_add_poller(q->t, &poller) < 0)) {
 		error_report("virtio-blk %s: cannot set up queue %u: %s",
 			     s->vdev.name, i, strerror(errno));
@@ -293,23 +286,16 @@ static void vblk_queue_destroy(struct vblk_queue *q)
 {
 	if (!q->t)
 		return;
-	iothread_del_poller(q->t, q);
+	iothread_del_poller(q->t, &q->sv);
 	if (q->kick_fd >= 0)
 		iothread_del_fd(q->t, q->kick_fd);
 	if (q->s->vdev_ready)
 		iothread_del_fd(q->t, q->s->vdev.queues[q->idx].kick_fd);
 	if (q->irq_timer_fd >= 0)
 		iothread_del_fd(q->t, q->irq_timer_fd);
-	__atomic_store_n(&q->closing, true, __ATOMIC_RELEASE);
+	virtio_server_close(&q->sv);
 	/* Runs the callbacks of everything in flight: they only free. */
 	blk_queue_free(q->bq);
-	/* Nothing of this queue's is left on the thread to touch q->done. */
-	while (q->done) {
-		struct vblk_req *r = q->done;
-
-		q->done = r->next;
-		vq_elem_put(&q->cache, &r->elem);
-	}
 	if (q->irq_timer_fd >= 0)
 		close(q->irq_timer_fd);
 }
@@ -330,8 +316,7 @@ void vblk_destroy(struct vblk *s)
 	}
 	for (unsigned i = 0; s->q && i < s->nq; i++) {
 		vblk_queue_destroy(&s->q[i]);
-		pthread_cond_destroy(&s->q[i].drained);
-		vq_elem_cache_destroy(&s->q[i].cache);
+		virtio_server_destroy(&s->q[i].sv);
 	}
 	for (unsigned j = 0; s->t && j < s->nt; j++)
 		if (s->t[j])
@@ -405,8 +390,7 @@ struct vblk *vblk_create(const struct guest_mem *mem, unsigned ncpus, struct blk
 		s->q[i].s = s;
 		s->q[i].irq_timer_fd = -1;
 		s->q[i].kick_fd = -1;
-		pthread_cond_init(&s->q[i].drained, NULL);
-		vq_elem_cache_init(&s->q[i].cache, sizeof(struct vblk_req), cfg->queue_size);
+		vblk_server_init(&s->q[i], i, cfg->queue_size);
 	}
 	if (vblk_threads_init(s, cfg) < 0)
 		goto fail;

@@ -15,6 +15,7 @@
 
 #include "block/block.h"
 #include "util/guest-mem.h"
+#include "virtio/virtio-server.h"
 #include "virtio/virtio.h"
 #include "virtio-blk-int.h"
 
@@ -43,12 +44,6 @@
 #define VBLK_SIZE_MAX (1u << 20)
 #define VBLK_MAX_RW_LEN (UINT32_MAX - 1)
 
-/*
- * Rounds of up to a queue's worth of requests one kick serves before the
- * I/O thread turns to its other queues (the kick is then raised again).
- */
-#define VBLK_SERVE_ROUNDS 4
-
 /* Config space layout: where <linux/virtio_blk.h> puts each field. */
 #define CFG(field) offsetof(struct virtio_blk_config, field)
 #define CFG_CAPACITY CFG(capacity)
@@ -72,20 +67,18 @@ _Static_assert(VBLK_CONFIG_LEN == 60, "VIRTIO 1.1 config space: 60 bytes");
 
 struct vblk_queue;
 
-/* A popped request; pop allocates it with the element first. */
+/* A popped request; pop allocates it with the server's part first. */
 struct vblk_req {
-	struct vq_elem elem;
+	struct vs_req req;
 	struct blk_req br;
 	struct vblk_queue *q;
-	struct vblk_req *next;
 	uint8_t *status_ptr;	/* last byte of the last writable buffer */
 	uint64_t expect;	/* bytes a READ/WRITE must move */
-	uint32_t used_len;	/* bytes written into the chain on success */
-	uint32_t gen;
 	uint8_t status;
 };
 
 struct vblk_queue {
+	struct virtio_server sv;	/* popping, publishing, polling */
 	struct vblk *s;
 	unsigned idx;
 	struct iothread *t;
@@ -97,28 +90,8 @@ struct vblk_queue {
 	int kick_fd;		/* a vhost-user front-end's, or -1 */
 
 	/* under s->vdev.lock */
-	bool serving;		/* popping allowed */
-	bool stopping;		/* stop_queue waits on drained */
-	unsigned outstanding;	/* popped, neither pushed nor dropped yet */
-	pthread_cond_t drained;
-	/* Request structs for reuse: no malloc() per request. */
-	struct vq_elem_cache cache;
-	uint32_t gen;		/* bumped by reset: older requests are not published */
 	bool irq_held;		/* used entries published, interrupt not sent */
 	uint64_t last_irq_ns;	/* CLOCK_MONOTONIC of the last interrupt sent */
-	/*
-	 * Popped for the backend, callback not yet run: such a request may
-	 * still write guest memory (a reset waits for 0).  Atomic; raised
-	 * under the lock, lowered by the I/O thread, which then takes the
-	 * lock to let a pending reset complete.
-	 */
-	unsigned in_backend;
-
-	/* I/O thread only */
-	struct vblk_req *done;	/* completed, not yet in the used ring */
-	bool in_kick;
-	bool polling;		/* under s->vdev.lock: the I/O thread spins */
-	bool closing;		/* atomic: destroy has begun */
 };
 
 struct vblk {
@@ -144,11 +117,9 @@ struct vblk {
 	uint8_t config[VBLK_CONFIG_LEN];
 };
 
-/* virtio-blk.c: the I/O thread's handlers, which construction installs. */
-void vblk_kick(void *opaque);
-bool vblk_poll_ready(void *opaque);
-void vblk_poll_run(void *opaque);
-void vblk_poll_quiesce(void *opaque, bool quiet);
+/* virtio-blk.c: the queue's server, and the I/O thread's handlers. */
+void vblk_server_init(struct vblk_queue *q, unsigned idx, unsigned queue_size);
+void vblk_serve(void *opaque);		/* opaque: the queue's server */
 void vblk_irq_timer_handler(void *opaque);
 void vblk_batch_done(void *opaque);
 /* Sends the queue's interrupt now; under vdev.lock. */

@@ -2,11 +2,12 @@
 /*
  * virtio-blk (VIRTIO 1.2, 5.2), plugged into the guest's board on the
  * modern PCI transport, or served to another process's guest over
- * vhost-user (-export); the same device either way.  This file serves
- * requests, the hot path: decoding, submitting, completing, interrupts
- * and polling.  The device as the transport sees it, and its
- * construction, are virtio-blk-dev.c's; the command line is
- * virtio-blk-cmdline.c's.
+ * vhost-user (-export); the same device either way.  This file is the
+ * hot path's device half: decoding, submitting, completing and the
+ * interrupt's timing; the queue server (virtio/virtio-server.c) pops in
+ * rounds, publishes, polls and counts what is out for reset and stop.
+ * The device as the transport sees it, and its construction, are
+ * virtio-blk-dev.c's; the command line is virtio-blk-cmdline.c's.
  *
  * Every virtqueue has its own blk_queue (its own io_uring) and runs on one
  * of the device's I/O threads (iothreads=N, default 1: a polling thread
@@ -74,7 +75,7 @@ static uint8_t vblk_rw(struct vblk_queue *q, struct vblk_req *r, bool write,
 		       uint64_t sector, size_t out_size, unsigned in_num)
 {
 	struct vblk *s = q->s;
-	struct vq_elem *e = &r->elem;
+	struct vq_elem *e = &r->req.elem;
 	struct iovec *iov;
 	unsigned n;
 	uint64_t len;
@@ -103,7 +104,7 @@ static uint8_t vblk_rw(struct vblk_queue *q, struct vblk_req *r, bool write,
 	r->br.iovcnt = (int)n;
 	r->br.fua = write && s->writethrough;
 	if (!write)
-		r->used_len = (uint32_t)(len + 1);	/* len <= VBLK_MAX_RW_LEN */
+		r->req.used_len = (uint32_t)(len + 1);	/* len <= VBLK_MAX_RW_LEN */
 	r->expect = len;
 	return VBLK_S_SUBMIT;
 }
@@ -123,7 +124,7 @@ static uint8_t vblk_zeroes(struct vblk_queue *q, struct vblk_req *r, uint32_t ty
 		return VIRTIO_BLK_S_IOERR;
 	if (segs / VBLK_SEG_LEN > VBLK_MAX_ZERO_SEG)
 		return VIRTIO_BLK_S_UNSUPP;
-	iov_copy(r->elem.out_sg, r->elem.out_num, VBLK_HDR_LEN, seg, sizeof(seg), true);
+	iov_copy(r->req.elem.out_sg, r->req.elem.out_num, VBLK_HDR_LEN, seg, sizeof(seg), true);
 	memcpy(&sector, seg, 8);
 	memcpy(&nsec, seg + 8, 4);
 	memcpy(&flags, seg + 12, 4);
@@ -145,13 +146,18 @@ static uint8_t vblk_zeroes(struct vblk_queue *q, struct vblk_req *r, uint32_t ty
 	return VBLK_S_SUBMIT;
 }
 
+static void vblk_complete(struct blk_req *br, int64_t res);
+
 /*
  * Turns a chain into a backend request (1), a request answered right away
  * with r->status (0), or a guest error (-1, *why set).
  */
-static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why)
+static BRISK_ALWAYS_INLINE int vblk_parse(struct virtio_server *sv, struct vs_req *req,
+					  const char **why)
 {
-	struct vq_elem *e = &r->elem;
+	struct vblk_queue *q = container_of(sv, struct vblk_queue, sv);
+	struct vblk_req *r = container_of(req, struct vblk_req, req);
+	struct vq_elem *e = &req->elem;
 	size_t out_size = iov_size(e->out_sg, e->out_num);
 	unsigned in_num = e->in_num;
 	/* Copied whole from the guest before it is read (out_size >= its size). */
@@ -197,7 +203,7 @@ static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why
 		if (n > VBLK_SERIAL_LEN)
 			n = VBLK_SERIAL_LEN;
 		iov_copy(e->in_sg, in_num, 0, q->s->serial, n, false);
-		r->used_len = (uint32_t)n + 1;
+		r->req.used_len = (uint32_t)n + 1;
 		st = VIRTIO_BLK_S_OK;
 		break;
 	}
@@ -209,11 +215,14 @@ static int vblk_parse(struct vblk_queue *q, struct vblk_req *r, const char **why
 		st = VIRTIO_BLK_S_UNSUPP;
 		break;
 	}
-	if (st == VBLK_S_SUBMIT)
+	if (st == VBLK_S_SUBMIT) {
+		r->q = q;
+		r->br.cb = vblk_complete;
 		return 1;
+	}
 	r->status = st;
 	if (st != VIRTIO_BLK_S_OK)
-		r->used_len = 1;
+		r->req.used_len = 1;
 	return 0;
 }
 
@@ -244,11 +253,13 @@ void vblk_irq_send_locked(struct vblk_queue *q)
 
 static unsigned vblk_in_backend(const struct vblk_queue *q)
 {
-	return __atomic_load_n(&q->in_backend, __ATOMIC_RELAXED);
+	return __atomic_load_n(&q->sv.in_backend, __ATOMIC_RELAXED);
 }
 
-static void vblk_irq_locked(struct vblk_queue *q)
+/* After a publish: the interrupt now, or held for coalescing. */
+static void vblk_notify(struct virtio_server *sv)
 {
+	struct vblk_queue *q = container_of(sv, struct vblk_queue, sv);
 	uint64_t wait = 0, now = 0;
 
 	if (q->coalesce_ns && vblk_in_backend(q))
@@ -291,254 +302,85 @@ void vblk_irq_timer_handler(void *opaque)
 	if (read(q->irq_timer_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
 		return;
 	pthread_mutex_lock(&vdev->lock);
-	if (q->irq_held && q->serving && !vdev->broken)
+	if (q->irq_held && q->sv.serving && !vdev->broken)
 		vblk_irq_send_locked(q);
 	pthread_mutex_unlock(&vdev->lock);
 }
 
-/* n popped requests were pushed or dropped: a stop_queue may be waiting. */
-static void vblk_settled_locked(struct vblk_queue *q, unsigned n)
+/* What a request from the backend or answered at once writes into its chain. */
+static void vblk_write_status(struct virtio_server *sv, struct vs_req *req)
 {
-	q->outstanding -= n;
-	if (!q->outstanding && q->stopping)
-		pthread_cond_broadcast(&q->drained);
-}
+	struct vblk_req *r = container_of(req, struct vblk_req, req);
 
-/*
- * Puts completed requests into the used ring: one flush and at most one
- * interrupt for the whole list.  Requests from before a reset are only
- * freed; the last of them to come back completes the reset.  Called with
- * the device lock held.
- */
-static void vblk_publish_locked(struct vblk_queue *q, struct vblk_req *list)
-{
-	struct virtio_device *vdev = &q->s->vdev;
-	struct virtqueue *vq = &vdev->queues[q->idx].vq;
-	unsigned n = 0;
-
-	/*
-	 * A stopped queue still answers what it took: stop_queue waits for
-	 * that.  Only a reset (a new generation) or a broken device drops.
-	 */
-	while (list) {
-		struct vblk_req *r = list;
-
-		list = r->next;
-		if (!vdev->broken && r->gen == q->gen) {
-			*r->status_ptr = r->status;
-			virtqueue_fill(vq, &r->elem, r->used_len, n++);
-		}
-		vq_elem_put(&q->cache, &r->elem);
-		vblk_settled_locked(q, 1);
-	}
-	if (n) {
-		virtqueue_flush(vq, n);
-		vblk_irq_locked(q);
-	}
-	virtio_reset_check(vdev);
-}
-
-static void vblk_publish(struct vblk_queue *q)
-{
-	struct vblk_req *list = q->done;
-
-	q->done = NULL;
-	if (!list)
-		return;
-	pthread_mutex_lock(&q->s->vdev.lock);
-	vblk_publish_locked(q, list);
-	pthread_mutex_unlock(&q->s->vdev.lock);
-}
-
-/*
- * The backend has run every completion it had ready: they leave together,
- * one used-ring flush and one interrupt, unless a kick handler is running
- * (it publishes when it ends, with what it answered itself).
- */
-void vblk_batch_done(void *opaque)
-{
-	struct vblk_queue *q = opaque;
-
-	if (!q->in_kick && !__atomic_load_n(&q->closing, __ATOMIC_ACQUIRE))
-		vblk_publish(q);
+	(void)sv;
+	*r->status_ptr = r->status;
 }
 
 /* Backend completion, on the queue's I/O thread: gathered for the batch's end. */
 static void vblk_complete(struct blk_req *br, int64_t res)
 {
 	struct vblk_req *r = container_of(br, struct vblk_req, br);
-	struct vblk_queue *q = r->q;
 	bool rw = br->op == BLK_OP_READ || br->op == BLK_OP_WRITE;
 
-	if (__atomic_load_n(&q->closing, __ATOMIC_ACQUIRE)) {
-		vq_elem_put(&q->cache, &r->elem);
-		return;
-	}
-	__atomic_sub_fetch(&q->in_backend, 1, __ATOMIC_RELEASE);
 	r->status = res < 0 || (rw && (uint64_t)res != r->expect) ?
 		    VIRTIO_BLK_S_IOERR : VIRTIO_BLK_S_OK;
 	if (r->status != VIRTIO_BLK_S_OK)
-		r->used_len = 1;
-	r->next = q->done;
-	q->done = r;
+		r->req.used_len = 1;
+	virtio_server_done(&r->q->sv, &r->req);
 }
 
-/*
- * Hands a batch popped under the lock to the backend, with one submit.  A
- * reset may have come in between: the batch is counted in in_backend, so
- * the reset completes only once it is back, and its completions are not
- * published (their generation is gone).
- */
-static void vblk_submit(struct vblk_queue *q, struct vblk_req *batch)
+/* A round popped under the lock, to the backend with one submit. */
+static void vblk_submit(struct virtio_server *sv, struct vs_req *batch)
 {
-	while (batch) {
-		struct vblk_req *r = batch;
+	struct vblk_queue *q = container_of(sv, struct vblk_queue, sv);
 
-		batch = r->next;
+	while (batch) {
+		struct vblk_req *r = container_of(batch, struct vblk_req, req);
+
+		batch = batch->next;
 		blk_queue_add(q->bq, &r->br);
 	}
 	blk_queue_submit(q->bq);
 }
 
-/*
- * One round: pop up to a ring's worth of requests under the lock, then
- * hand them to the kernel with one submit.  Returns true when the ring may
- * hold more work.
- */
-static bool vblk_kick_round(struct vblk_queue *q)
+static bool vblk_backend_ready(struct virtio_server *sv)
 {
-	struct virtio_device *vdev = &q->s->vdev;
-	struct virtqueue *vq = &vdev->queues[q->idx].vq;
-	struct vblk_req *now = NULL, *batch = NULL, **tail = &batch;
-	unsigned n, added = 0;
-	bool more = false;
+	return blk_queue_poll_ready(container_of(sv, struct vblk_queue, sv)->bq);
+}
 
-	pthread_mutex_lock(&vdev->lock);
-	if (!q->serving || vdev->broken) {
-		pthread_mutex_unlock(&vdev->lock);
-		return false;
-	}
-	virtqueue_set_notification(vq, false);
-	for (n = 0; n < vq->num; n++) {
-		struct vq_elem *e;
-		const char *why = NULL;
-		int ret = virtqueue_pop_cached(vq, &q->cache, &e);
+static void vblk_backend_run(struct virtio_server *sv)
+{
+	blk_queue_poll_run(container_of(sv, struct vblk_queue, sv)->bq);
+}
 
-		if (ret == 0)
-			break;
-		if (ret < 0) {
-			virtio_error(vdev, "virtio-blk: queue %u: %s", q->idx,
-				     vq->error ? vq->error : "malformed ring");
-			break;
-		}
-		struct vblk_req *r = (struct vblk_req *)e;
+static const struct virtio_server_ops vblk_server_ops = {
+	.parse = vblk_parse,
+	.submit = vblk_submit,
+	.complete = vblk_write_status,
+	.notify = vblk_notify,
+	.backend_ready = vblk_backend_ready,
+	.backend_run = vblk_backend_run,
+};
 
-		q->outstanding++;
-		/* Zeroed by the pop beyond the element. */
-		r->q = q;
-		r->gen = q->gen;
-		r->used_len = 1;
-		r->br.cb = vblk_complete;
-		ret = vblk_parse(q, r, &why);
-		if (ret < 0) {
-			vq_elem_put(&q->cache, &r->elem);
-			vblk_settled_locked(q, 1);
-			virtio_error(vdev, "virtio-blk: queue %u: %s", q->idx, why);
-			break;
-		}
-		if (ret == 0) {
-			r->next = now;
-			now = r;
-			continue;
-		}
-		*tail = r;
-		tail = &r->next;
-		added++;
-	}
-	/* Counted before the unlock: a reset from now on waits for them. */
-	__atomic_add_fetch(&q->in_backend, added, __ATOMIC_RELAXED);
-	if (!vdev->broken) {
-		more = n == vq->num;
-		/* A spinning I/O thread looks again itself: no kicks. */
-		if (!more && !q->polling) {
-			/* Re-check after re-enabling, or a kick could be lost. */
-			virtqueue_set_notification(vq, true);
-			more = virtqueue_has_work(vq);
-		}
-	}
-	vblk_publish_locked(q, now);
-	pthread_mutex_unlock(&vdev->lock);
-	if (added)
-		vblk_submit(q, batch);
-	return more;
+void vblk_server_init(struct vblk_queue *q, unsigned idx, unsigned queue_size)
+{
+	virtio_server_init(&q->sv, "virtio-blk", &q->s->vdev, idx, &vblk_server_ops,
+			   sizeof(struct vblk_req), queue_size);
+}
+
+/* A kick, or the poller's turn: serve the ring. */
+void vblk_serve(void *opaque)
+{
+	virtio_server_serve(opaque, &vblk_server_ops);
 }
 
 /*
- * Pops until the ring is empty, or for VBLK_SERVE_ROUNDS rounds: a driver
- * that keeps its ring full must not keep the I/O thread from its other
- * queues.  The kick is then raised again, to be served after them.  The
- * backend's ready completions are reaped too (a read the page cache
- * answered within the submit, what completed while polling), so
- * everything leaves in one publish instead of waking the thread again.
+ * The backend has run every completion it had ready: they leave together,
+ * one used-ring flush and one interrupt.
  */
-static void vblk_serve(struct vblk_queue *q)
-{
-	unsigned rounds = 0;
-	bool more;
-
-	q->in_kick = true;
-	while ((more = vblk_kick_round(q)) && ++rounds < VBLK_SERVE_ROUNDS)
-		;
-	if (blk_queue_poll_ready(q->bq))
-		blk_queue_poll_run(q->bq);
-	q->in_kick = false;
-	vblk_publish(q);
-	if (more)
-		(void)eventfd_write(q->s->vdev.queues[q->idx].kick_fd, 1);
-}
-
-/*
- * A kick: its eventfd is watched edge-triggered and never read (a read
- * per request is a syscall for nothing).
- */
-void vblk_kick(void *opaque)
-{
-	vblk_serve(opaque);
-}
-
-/*
- * Polling: the I/O thread checks the avail ring and the backend's
- * completions itself while it spins, so the guest needs no kick (no VM
- * exit) for requests it adds meanwhile.
- */
-bool vblk_poll_ready(void *opaque)
+void vblk_batch_done(void *opaque)
 {
 	struct vblk_queue *q = opaque;
-	struct virtio_device *vdev = &q->s->vdev;
-	bool work;
 
-	if (blk_queue_poll_ready(q->bq))
-		return true;
-	pthread_mutex_lock(&vdev->lock);
-	work = q->serving && !vdev->broken &&
-	       virtqueue_has_work(&vdev->queues[q->idx].vq);
-	pthread_mutex_unlock(&vdev->lock);
-	return work;
-}
-
-void vblk_poll_run(void *opaque)
-{
-	vblk_serve(opaque);
-}
-
-void vblk_poll_quiesce(void *opaque, bool quiet)
-{
-	struct vblk_queue *q = opaque;
-	struct virtio_device *vdev = &q->s->vdev;
-
-	pthread_mutex_lock(&vdev->lock);
-	q->polling = quiet;
-	if (q->serving && !vdev->broken)
-		virtqueue_set_notification(&vdev->queues[q->idx].vq, !quiet);
-	pthread_mutex_unlock(&vdev->lock);
+	virtio_server_batch_done(&q->sv, &vblk_server_ops);
 }

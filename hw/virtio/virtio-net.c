@@ -43,6 +43,7 @@
 #include "util/iothread.h"
 #include "util/iov.h"
 #include "util/log.h"
+#include "virtio/virtio-server.h"
 #include "virtio/virtio.h"
 
 #define VNET_RXQ 0
@@ -66,6 +67,7 @@ static const uint8_t vnet_default_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 
 
 struct vnet {
 	struct virtio_device vdev;
+	struct virtio_server tx;	/* transmitq's rounds, publish and kicks */
 	bool vdev_ready;
 	struct virtio_plug *plug;
 	struct iothread *loop;
@@ -78,7 +80,7 @@ struct vnet {
 	unsigned host_mtu;	/* 0: none offered */
 
 	/* under vdev.lock */
-	bool rx_serving, tx_serving;
+	bool rx_serving;
 	bool mrg;		/* VIRTIO_NET_F_MRG_RXBUF negotiated */
 	bool guest_csum;	/* VIRTIO_NET_F_GUEST_CSUM negotiated: rx headers keep their flags */
 	bool guest_gso;		/* a GUEST_TSO negotiated: frames over the MTU are segments */
@@ -389,28 +391,31 @@ static void vnet_rx_ready(void *opaque)
 /* ---- transmit ---- */
 
 /*
- * One chain's frame to the back end.  false: the driver broke the rules,
- * and the device is in NEEDS_RESET.
+ * One chain's frame to the back end, answered at once with nothing
+ * written (0); -1 with *why when the driver broke the rules.
  */
-static bool vnet_tx_one(struct vnet *n, struct vq_elem *e)
+static int vnet_tx_parse(struct virtio_server *sv, struct vs_req *req, const char **why)
 {
+	struct vnet *n = container_of(sv, struct vnet, tx);
+	struct vq_elem *e = &req->elem;
 	size_t size = iov_size(e->out_sg, e->out_num);
 	unsigned cnt = e->out_num;
 	struct iovec *iov;
 
 	/* VIRTIO 1.2, 5.1.6.2.1: nothing in transmitq is for the device to write. */
 	if (e->in_num) {
-		virtio_error(&n->vdev, "virtio-net: device-writable buffer in transmitq");
-		return false;
+		*why = "device-writable buffer in transmitq";
+		return -1;
 	}
 	if (size < VNET_HDR_LEN) {
-		virtio_error(&n->vdev, "virtio-net: transmit buffer shorter than the header");
-		return false;
+		*why = "transmit buffer shorter than the header";
+		return -1;
 	}
+	req->used_len = 0;
 	size -= VNET_HDR_LEN;
 	if (size < ETH_HLEN || size > VNET_MAX_FRAME || !n->nd) {
 		n->stats.tx_dropped++;
-		return true;
+		return 0;
 	}
 	/*
 	 * The element is ours to the end: its vector may be cut in place.  A
@@ -422,47 +427,27 @@ static bool vnet_tx_one(struct vnet *n, struct vq_elem *e)
 		n->stats.tx_dropped++;
 	else
 		n->stats.tx_frames++;
-	return true;
+	return 0;
 }
 
-static void vnet_tx_locked(struct vnet *n)
+static void vnet_tx_notify(struct virtio_server *sv)
 {
-	struct virtio_device *vdev = &n->vdev;
-	struct virtqueue *vq = vnet_vq(n, VNET_TXQ);
-	unsigned done = 0;
-
-	while (n->tx_serving && !vdev->broken && done < VNET_BUDGET) {
-		struct vq_elem *e;
-		int ret = virtqueue_pop(vq, sizeof(*e), &e);
-
-		if (ret == 0)
-			break;
-		if (ret < 0) {
-			virtio_error(vdev, "virtio-net: transmitq: %s",
-				     vq->error ? vq->error : "malformed ring");
-			break;
-		}
-		if (!vnet_tx_one(n, e)) {
-			free(e);
-			break;
-		}
-		virtqueue_fill(vq, e, 0, done++);
-		free(e);
-	}
-	if (done && !vdev->broken) {
-		virtqueue_flush(vq, done);
-		virtio_notify(vdev, VNET_TXQ);
-	}
-	/* The ring may hold more: come back after the loop's other handlers. */
-	if (done == VNET_BUDGET)
-		vnet_rekick(n, VNET_TXQ);
+	virtio_notify(sv->vdev, VNET_TXQ);
 }
+
+/* One round of VNET_BUDGET chains a kick, as the receive side's. */
+static const struct virtio_server_ops vnet_tx_ops = {
+	.round_max = VNET_BUDGET,
+	.rounds = 1,
+	.parse = vnet_tx_parse,
+	.notify = vnet_tx_notify,
+};
 
 static void vnet_tx_kick(void *opaque)
 {
 	struct vnet *n = opaque;
 
-	vnet_kicked(n, VNET_TXQ, vnet_tx_locked);
+	virtio_server_serve(&n->tx, &vnet_tx_ops);
 }
 
 /* ---- the virtio device ---- */
@@ -535,11 +520,11 @@ static int vnet_start(struct virtio_device *vdev)
 	n->rx_max = vdev->guest_features >> VIRTIO_NET_F_MTU & 1 ?
 		    n->host_mtu + (size_t)ETH_HLEN : SIZE_MAX;
 	n->rx_serving = vdev->queues[VNET_RXQ].ready;
-	n->tx_serving = vdev->queues[VNET_TXQ].ready;
+	virtio_server_start_locked(&n->tx, vdev->queues[VNET_TXQ].ready);
 	/* What the driver queued before DRIVER_OK, and frames waiting, are served on the loop. */
 	if (n->rx_serving)
 		vnet_rekick(n, VNET_RXQ);
-	if (n->tx_serving)
+	if (n->tx.serving)
 		vnet_rekick(n, VNET_TXQ);
 	return 0;
 }
@@ -549,7 +534,7 @@ static void vnet_reset(struct virtio_device *vdev)
 	struct vnet *n = vdev_to_vnet(vdev);
 
 	n->rx_serving = false;
-	n->tx_serving = false;
+	virtio_server_reset_locked(&n->tx);
 	vnet_free_held(n);	/* the driver that posted them is gone */
 }
 
@@ -611,7 +596,7 @@ static int vnet_watch(struct vnet *n)
 	if (iothread_add_fd(n->loop, n->vdev.queues[VNET_RXQ].kick_fd, vnet_rx_kick, n) < 0)
 		return -1;
 	n->rx_kick_added = true;
-	if (iothread_add_fd(n->loop, n->vdev.queues[VNET_TXQ].kick_fd, vnet_tx_kick, n) < 0)
+	if (iothread_add_event(n->loop, n->vdev.queues[VNET_TXQ].kick_fd, vnet_tx_kick, n) < 0)
 		return -1;
 	n->tx_kick_added = true;
 	if (n->nd && iothread_add_fd(n->loop, n->nd->rx_fd, vnet_rx_ready, n) < 0)
@@ -636,6 +621,8 @@ static int vnet_device_init(struct vnet *n, struct machine *m, const struct vnet
 	if (virtio_device_init(&n->vdev, VIRTIO_ID_NET, vnet_features(cfg, n->nd), VNET_CONFIG_LEN,
 			       2, (uint16_t)rx, &m->mem, &vnet_ops, n) < 0)
 		return -1;
+	virtio_server_init(&n->tx, "virtio-net", &n->vdev, VNET_TXQ, &vnet_tx_ops,
+			   sizeof(struct vs_req), tx);
 	n->vdev_ready = true;
 	/* init gave both rx's size; a reset brings the queue back to max_size. */
 	assert(tx && tx <= VIRTQUEUE_MAX_SIZE && !(tx & (tx - 1)));
@@ -691,8 +678,10 @@ void vnet_free(struct vnet *n)
 	vnet_free_held(n);
 	free(n->held);
 	free(n->iov);
-	if (n->vdev_ready)
+	if (n->vdev_ready) {
+		virtio_server_destroy(&n->tx);
 		virtio_device_destroy(&n->vdev);
+	}
 	if (n->owns_nd)
 		netdev_free(n->nd);
 	free(n);

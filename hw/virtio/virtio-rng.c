@@ -6,11 +6,15 @@
  * It runs on the main loop (m->loop), kicks and timer alike: a guest
  * takes a few bytes now and then, which is not worth an I/O thread.
  *
+ * The queue is served by a struct virtio_server (virtio/), which pops in
+ * rounds and publishes each round with one flush and at most one
+ * interrupt; every buffer is answered as it is popped.
+ *
  * With a file as the source (-object rng-random), its bytes are read
  * without blocking into a stage, and a buffer is answered only with
  * bytes from it; while the file has none (a hardware RNG may be slow;
- * /dev/hwrng's poll says readable regardless), the popped buffer is held,
- * the rest wait in the ring, and a timer looks again every VRNG_RETRY_MS.
+ * /dev/hwrng's poll says readable regardless), the buffers wait in the
+ * ring, unpopped, and a timer looks again every VRNG_RETRY_MS.
  *
  * max-bytes and period limit it as QEMU's does.  The first bytes handed
  * out start a period (a timerfd); once the period's quota is spent,
@@ -37,6 +41,7 @@
 #include "hw/virtio/virtio-rng.h"
 #include "util/iothread.h"
 #include "util/log.h"
+#include "virtio/virtio-server.h"
 #include "virtio/virtio.h"
 
 #define VRNG_QUEUE_SIZE 8	/* QEMU's */
@@ -52,6 +57,7 @@
 
 struct vrng {
 	struct virtio_device vdev;
+	struct virtio_server sv;
 	bool vdev_ready;
 	struct virtio_plug *plug;
 	struct iothread *loop;
@@ -64,13 +70,12 @@ struct vrng {
 	int retry_fd;		/* a timerfd: look at src_fd again; -1 without one */
 	uint8_t stage[4096];	/* src_fd's bytes read ahead of a buffer; under vdev.lock */
 	size_t staged, stage_off;
-	struct vq_elem *held;	/* popped, waiting for the file's bytes; under vdev.lock */
 
 	/* under vdev.lock */
-	bool serving;		/* DRIVER_OK, queue enabled */
 	bool period_running;	/* the timer is armed */
 	bool retry_armed;	/* retry_fd is */
 	uint64_t quota;		/* left in this period */
+	char why[160];		/* a source's error, for the server's report */
 };
 
 static bool vrng_limited(const struct vrng *r)
@@ -171,87 +176,73 @@ static void vrng_spend_locked(struct vrng *r, size_t len)
 }
 
 /*
- * Answers the buffers on offer while the quota lasts: one flush and at
- * most one interrupt for all of them.  A buffer is popped only when it
- * is answered at once, so what the quota leaves waits in the ring.
+ * Another buffer is taken only while the quota lasts and the source has
+ * bytes for it: what is not taken waits in the ring, unpopped, so no
+ * buffer is lost or answered twice.
  */
-static void vrng_serve_locked(struct vrng *r)
+static bool vrng_admit(struct virtio_server *sv)
 {
-	struct virtio_device *vdev = &r->vdev;
-	struct virtqueue *vq = &vdev->queues[0].vq;
-	unsigned n = 0;
+	struct vrng *r = container_of(sv, struct vrng, sv);
+	int ret;
+
+	if (!r->quota)
+		return false;
+	ret = vrng_stage(r);
+	if (ret < 0)
+		virtio_error(&r->vdev, "virtio-rng: %s: %s", r->src_name,
+			     errno == ENODATA ? "end of file" : strerror(errno));
+	return ret > 0;
+}
+
+/* A buffer filled at once, never handed to a back end (0), or the guest's error (-1). */
+static int vrng_parse(struct virtio_server *sv, struct vs_req *req, const char **why)
+{
+	struct vrng *r = container_of(sv, struct vrng, sv);
+	struct vq_elem *e = &req->elem;
+
+	/* VIRTIO 1.2, 5.4.6.1: the driver offers writable buffers only. */
+	if (e->out_num) {
+		*why = "device-readable buffer in a request";
+		return -1;
+	}
+	size_t max = r->quota < VRNG_CHAIN_MAX ? r->quota : VRNG_CHAIN_MAX;
+	ssize_t len = r->src_fd < 0 ? vrng_fill(e->in_sg, e->in_num, max) :
+		      (ssize_t)vrng_fill_staged(r, e->in_sg, e->in_num, max);
 
 	/*
-	 * Popping until the ring is empty (pop returns 0) is what asks the
-	 * driver for its next kick (EVENT_IDX's avail_event): the loop ends
-	 * before that only with a buffer held and the retry timer armed.
+	 * The host's entropy failing is no state to serve empty buffers in
+	 * (the guest would ask again at once, forever): stop.
 	 */
-	while (r->serving && !vdev->broken && r->quota) {
-		struct vq_elem *e = r->held;
-		int ret;
-
-		if (!e) {
-			ret = virtqueue_pop(vq, sizeof(*e), &e);
-			if (ret == 0)
-				break;
-			if (ret < 0) {
-				virtio_error(vdev, "virtio-rng: %s",
-					     vq->error ? vq->error : "malformed ring");
-				break;
-			}
-			/* VIRTIO 1.2, 5.4.6.1: the driver offers writable buffers only. */
-			if (e->out_num) {
-				free(e);
-				virtio_error(vdev, "virtio-rng: device-readable buffer in a request");
-				break;
-			}
-		}
-		r->held = NULL;
-		ret = vrng_stage(r);
-		if (ret < 0) {
-			free(e);
-			virtio_error(vdev, "virtio-rng: %s: %s", r->src_name,
-				     errno == ENODATA ? "end of file" : strerror(errno));
-			break;
-		}
-		if (ret == 0) {
-			r->held = e;	/* until the file has bytes for it */
-			break;
-		}
-		size_t max = r->quota < VRNG_CHAIN_MAX ? r->quota : VRNG_CHAIN_MAX;
-		ssize_t len = r->src_fd < 0 ? vrng_fill(e->in_sg, e->in_num, max) :
-			      (ssize_t)vrng_fill_staged(r, e->in_sg, e->in_num, max);
-
-		/*
-		 * The host's entropy failing is no state to serve empty buffers
-		 * in (the guest would ask again at once, forever): stop.
-		 */
-		if (len < 0) {
-			free(e);
-			virtio_error(vdev, "virtio-rng: %s: %s", r->src_name, strerror(errno));
-			break;
-		}
-		vrng_spend_locked(r, (size_t)len);
-		virtqueue_fill(vq, e, (uint32_t)len, n++);
-		free(e);
+	if (len < 0) {
+		snprintf(r->why, sizeof(r->why), "%s: %s", r->src_name, strerror(errno));
+		*why = r->why;
+		return -1;
 	}
-	/* A broken device touches the rings no more. */
-	if (n && !vdev->broken) {
-		virtqueue_flush(vq, n);
-		virtio_notify(vdev, 0);
-	}
+	vrng_spend_locked(r, (size_t)len);
+	req->used_len = (uint32_t)len;
+	return 0;
+}
+
+static void vrng_notify(struct virtio_server *sv)
+{
+	virtio_notify(sv->vdev, 0);
+}
+
+static const struct virtio_server_ops vrng_server_ops = {
+	.admit = vrng_admit,
+	.parse = vrng_parse,
+	.notify = vrng_notify,
+};
+
+/* A kick, or a timer that lets more be served. */
+static void vrng_serve(struct vrng *r)
+{
+	virtio_server_serve(&r->sv, &vrng_server_ops);
 }
 
 static void vrng_kick(void *opaque)
 {
-	struct vrng *r = opaque;
-	eventfd_t cnt;
-
-	if (eventfd_read(r->vdev.queues[0].kick_fd, &cnt) < 0 && errno != EAGAIN)
-		return;
-	pthread_mutex_lock(&r->vdev.lock);
-	vrng_serve_locked(r);
-	pthread_mutex_unlock(&r->vdev.lock);
+	vrng_serve(opaque);
 }
 
 /* Time to look at the source again. */
@@ -264,8 +255,8 @@ static void vrng_retry(void *opaque)
 		return;
 	pthread_mutex_lock(&r->vdev.lock);
 	r->retry_armed = false;
-	vrng_serve_locked(r);
 	pthread_mutex_unlock(&r->vdev.lock);
+	vrng_serve(r);
 }
 
 /* The period is over: a new quota for what waits in the ring. */
@@ -279,8 +270,8 @@ static void vrng_period_end(void *opaque)
 	pthread_mutex_lock(&r->vdev.lock);
 	r->period_running = false;
 	r->quota = r->max_bytes;
-	vrng_serve_locked(r);
 	pthread_mutex_unlock(&r->vdev.lock);
+	vrng_serve(r);
 }
 
 static struct vrng *vdev_to_vrng(struct virtio_device *vdev)
@@ -292,9 +283,9 @@ static int vrng_start(struct virtio_device *vdev)
 {
 	struct vrng *r = vdev_to_vrng(vdev);
 
-	r->serving = vdev->queues[0].ready;
+	virtio_server_start_locked(&r->sv, vdev->queues[0].ready);
 	/* What the driver queued before DRIVER_OK is served on the loop. */
-	return r->serving && eventfd_write(vdev->queues[0].kick_fd, 1) < 0 ? -1 : 0;
+	return r->sv.serving && eventfd_write(vdev->queues[0].kick_fd, 1) < 0 ? -1 : 0;
 }
 
 /* Quota and period stay: a reset must not buy the guest a fresh quota. */
@@ -302,9 +293,7 @@ static void vrng_reset(struct virtio_device *vdev)
 {
 	struct vrng *r = vdev_to_vrng(vdev);
 
-	r->serving = false;
-	free(r->held);		/* the driver that offered it is gone */
-	r->held = NULL;
+	virtio_server_reset_locked(&r->sv);
 }
 
 static const struct virtio_device_ops vrng_ops = {
@@ -376,10 +365,12 @@ struct vrng *vrng_create(struct machine *m, const struct vrng_cfg *cfg,
 	if (virtio_device_init(&r->vdev, VIRTIO_ID_RNG, VRNG_FEATURES, 0, 1,
 			       VRNG_QUEUE_SIZE, &m->mem, &vrng_ops, r) < 0)
 		goto fail;
+	virtio_server_init(&r->sv, "virtio-rng", &r->vdev, 0, &vrng_server_ops,
+			   sizeof(struct vs_req), VRNG_QUEUE_SIZE);
 	r->vdev_ready = true;
 	if (vrng_timer_init(r, cfg) < 0 || vrng_source_init(r, cfg) < 0)
 		goto fail;
-	if (iothread_add_fd(r->loop, r->vdev.queues[0].kick_fd, vrng_kick, r) < 0) {
+	if (iothread_add_event(r->loop, r->vdev.queues[0].kick_fd, vrng_kick, r) < 0) {
 		error_report("virtio-rng: cannot watch its queue: %s", strerror(errno));
 		goto fail;
 	}
@@ -411,9 +402,10 @@ void vrng_free(struct vrng *r)
 	}
 	if (r->src_fd >= 0)
 		close(r->src_fd);
-	free(r->held);
-	if (r->vdev_ready)
+	if (r->vdev_ready) {
+		virtio_server_destroy(&r->sv);
 		virtio_device_destroy(&r->vdev);
+	}
 	free(r);
 }
 

@@ -36,4 +36,10 @@
 
 #define BRISK_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 
+/*
+ * A function whose address goes into an ops table but whose one hot
+ * caller sees the table as a constant: inlined there all the same.
+ */
+#define BRISK_ALWAYS_INLINE inline __attribute__((always_inline))
+
 #endif
