@@ -413,7 +413,9 @@ static void uring_reap(struct blk_uring *u)
  * The ring's own fd is what the thread watches: it polls readable exactly
  * while completions wait, so a reap that took them all (in the kick that
  * submitted them, or in a poller) leaves nothing to wake for, where an
- * eventfd would stay set and cost a wakeup and a read.
+ * eventfd would stay set and cost a wakeup and a read.  That holds for
+ * the ring uring_init() makes: with DEFER_TASKRUN the fd would also poll
+ * readable for completion work that only io_uring_get_events() runs.
  */
 static void uring_handler(void *opaque)
 {

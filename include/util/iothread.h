@@ -20,9 +20,12 @@ struct iothread *iothread_new(const char *name);
 /* Handlers of one iothread never run concurrently with each other. */
 int iothread_add_fd(struct iothread *t, int fd, iothread_fn fn, void *opaque);
 /*
- * An eventfd whose handler does not read it: every write to it runs fn
- * once (edge-triggered), sparing a read per wakeup.  fn must take all the
- * work there is, as nothing calls it again for work it leaves.
+ * An eventfd whose handler does not read it (edge-triggered), sparing a
+ * read per wakeup: a write runs fn once more after it, however many
+ * writes came before the thread looked, and a write from inside fn (a
+ * handler that stops early and asks to be run again) runs it again.  fn
+ * must take all the work there is, as nothing calls it again for work it
+ * leaves without such a write.
  */
 int iothread_add_event(struct iothread *t, int fd, iothread_fn fn, void *opaque);
 /* Once this returns, fn is not running and will not run again for fd. */
@@ -55,7 +58,8 @@ int iothread_add_poller(struct iothread *t, const struct iothread_poller *p);
 void iothread_del_poller(struct iothread *t, void *opaque);
 /*
  * The polling window, adapted after each idle period of idle_ns spent
- * with it: unchanged when it covered the period; 0 past max; otherwise
+ * with it (from the loop's last work to the end of the handlers its wait
+ * ran): unchanged when it covered the period; 0 past max; otherwise
  * grown (4 us, then doubling, up to max), from 0 only once two periods in
  * a row fit under max.
  */

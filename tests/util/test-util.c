@@ -337,6 +337,21 @@ static void ran(void *opaque)
 	(*(int *)opaque)++;
 }
 
+/* A handler that stops early and asks to run again, as a kick's round limit does. */
+struct again {
+	int fd, runs, left;
+};
+
+static void ran_again(void *opaque)
+{
+	struct again *a = opaque;
+	uint64_t one = 1;
+
+	a->runs++;
+	if (a->left > 0 && a->left-- && write(a->fd, &one, sizeof(one)) != sizeof(one))
+		abort();
+}
+
 /*
  * An event (iothread_add_event): its handler runs once per write and
  * never reads the eventfd, so a level-triggered watch would run it again
@@ -370,6 +385,20 @@ static void test_iothread_event(void)
 	CHECK(read(fd, &n, sizeof(n)) == sizeof(n) && n == 5);
 	iothread_free(t);
 	close(fd);
+
+	/* A write from inside the handler runs it again, on the next turn. */
+	struct again a = { .fd = eventfd(0, EFD_NONBLOCK), .left = 2 };
+
+	t = iothread_new("test");
+	CHECK(t != NULL && a.fd >= 0);
+	CHECK(iothread_add_event(t, a.fd, ran_again, &a) == 0);
+	CHECK(write(a.fd, &one, sizeof(one)) == sizeof(one));
+	CHECK(iothread_poll(t, 1000) == 1 && a.runs == 1);
+	CHECK(iothread_poll(t, 1000) == 1 && a.runs == 2);
+	CHECK(iothread_poll(t, 1000) == 1 && a.runs == 3);
+	CHECK(iothread_poll(t, 0) == 0 && a.runs == 3);
+	iothread_free(t);
+	close(a.fd);
 }
 
 /*
