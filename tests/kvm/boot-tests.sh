@@ -14,7 +14,8 @@
 # on x86 its RTC (time read, and the alarm's interrupt) in the poweroff boot,
 # in local time (-rtc base=localtime) in the reboot boot, /dev/hwrng read
 # through -device virtio-rng-pci in the poweroff boot, and a triple fault
-# (exit 1); in the 4-CPU boot a CPU taken offline and back (arm64: PSCI).
+# (exit 1); in the 4-CPU boot a CPU taken offline and back (arm64: PSCI);
+# -timeout's exit 124 and one line with a guest that never makes progress.
 # All boots share one with-kvm host, since a nested host costs tens of
 # seconds to start.  --qemu runs the same boots under qemu-system-x86_64
 # -accel kvm (where QEMU differs, e.g. its panic status, the expectation
@@ -90,6 +91,7 @@ guard_s=${BRISK_BOOT_TESTS_GUARD:-90}
 
 . "$here/../lib/tap.sh"
 . "$here/lib/console.sh"
+. "$here/lib/stuck-image.sh"
 # Seconds between two $EPOCHREALTIME stamps.
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
@@ -338,6 +340,27 @@ elif [ "$vmm" = brisk ]; then
 	tap_skip "triplefault-smp1" "the guest's reboot=t triple fault is x86's; arm64 has none"
 fi
 boot timeout-smp1 1 512 sleep 124 -timeout "$timeout_s"
+# -timeout with a guest that makes no progress at all (lib/stuck-image.sh):
+# the boot vCPU loops in the guest from its first instruction and never
+# exits to brisk, the other is never started.  Teardown must stop vCPUs
+# in those states as any other: exit 124 and the one line.  -snapshot and
+# a disk, as in the blk test's -snapshot boot.
+name=timeout-stuck-smp2
+if [ "$vmm" = brisk ] && case ,$only, in ,,|*,"$name",*) true ;; *) false ;; esac; then
+	stuck_image "$arch" "$outdir/stuck.img" && rm -f "$outdir/stuck.raw" &&
+		truncate -s 1M "$outdir/stuck.raw"
+	tap_status $? "$name: a kernel for $arch that loops at its first instruction"
+	echo "# $name: brisk -kernel stuck.img"
+	timeout --preserve-status -s "$kill_sig" "$guard_s" "${run[@]}" "$brisk" \
+		-kernel "$outdir/stuck.img" -m 512M -smp 2 -timeout 2 -snapshot \
+		-drive file="$outdir/stuck.raw",if=none,id=d0,format=raw \
+		-device virtio-blk-pci,drive=d0 </dev/null >/dev/null 2>"$outdir/$name.err"
+	rc=$?
+	tap_status $((rc != 124)) "$name: exit status 124" "got $rc"
+	[ "$(wc -l <"$outdir/$name.err")" = 1 ] && grep -q "^brisk: .*timeout" "$outdir/$name.err"
+	tap_status $? "$name: one line on stderr, the timeout's" \
+		"$(head -n 20 "$outdir/$name.err" | tr '\n' '|')"
+fi
 tap_diag "with-kvm: nested host start retries: ${BRISK_WITH_KVM_RETRIES:-0}"
 [ "$tap_failed" -eq 0 ] || tap_diag "$tap_failed of $tap_n checks failed"
 tap_done

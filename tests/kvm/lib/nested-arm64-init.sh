@@ -28,10 +28,29 @@ mount -t 9p -o $o,cache=none work "$WORK" || { echo "init: mounts failed" >>/ctl
 # Ahead of the guests' vCPUs: silence must mean a wedge, not a busy host.
 busybox renice -n -20 -p $! >/dev/null
 echo up >/ctl/up
+# The kernel's line for each unhandled fault (arm64 leaves it off).
+echo 1 >/proc/sys/debug/exception-trace 2>/dev/null
 # Each job: remote-run leaves jobs/NAME/cmd and then jobs/NAME.go.
+# A job that dies of a fault (SIGILL, SIGBUS, SIGFPE, SIGSEGV) gets the
+# kernel's lines since it started on its stderr: the faulting thread, PC
+# and registers, or an oops of this host's KVM, are known nowhere else
+# (the console prints nothing at loglevel=0, and ctl goes with with-kvm).
 run_job() {
 	d=/ctl/jobs/$1
-	(sh "$d/cmd" </dev/null >"$d/out" 2>"$d/err"; echo $? >"$d/rc.tmp"; mv "$d/rc.tmp" "$d/rc") &
+	(
+		t0=$(cut -d' ' -f1 /proc/uptime)
+		sh "$d/cmd" </dev/null >"$d/out" 2>"$d/err"
+		rc=$?
+		# Chosen by time stamp (a second's margin): a count of lines
+		# stops growing once the ring buffer is full.
+		case $rc in
+		132|135|136|139)
+			dmesg | awk -v t="$t0" '{ s = $0; sub(/^\[ */, "", s) }
+				s + 1 >= t { print "nested arm64 host: " $0 }' >>"$d/err" ;;
+		esac
+		echo $rc >"$d/rc.tmp"
+		mv "$d/rc.tmp" "$d/rc"
+	) &
 	while [ ! -e "$d/rc" ] && [ -d "$d" ]; do
 		if [ -e "$d/kill" ] && [ -e "$d/pid" ]; then
 			kill -"$(cat "$d/kill")" "$(cat "$d/pid" 2>/dev/null)" 2>/dev/null
