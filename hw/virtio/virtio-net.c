@@ -17,7 +17,10 @@
  * popped for it hold header and frame; until then those buffers are held
  * by the device and the frame stays in the back end, so a driver slow to
  * post buffers loses nothing (the back end's own queue bounds what
- * waits).  A frame that can never fit is dropped, never truncated.
+ * waits).  A frame that can never fit is dropped, never truncated.  A
+ * back end with recv (a tap) reads each frame straight into the guest's
+ * buffers, no copy, while the held ones take the longest frame it gives;
+ * the chains that frame does not use stay held, in order, for the next.
  *
  * Each round handles at most VNET_BUDGET frames or chains and then kicks
  * itself to come back, so a flooding guest or back end never holds up the
@@ -31,6 +34,7 @@
 #include <linux/virtio_net.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/eventfd.h>
 
@@ -86,6 +90,7 @@ struct vnet {
 	struct vq_elem **held;	/* rx chains popped for a frame that does not fit yet, in order */
 	unsigned nheld;
 	unsigned held_slots;	/* the ring slots they take */
+	size_t held_len;	/* the bytes they take */
 	struct iovec *iov;	/* a frame's buffers across chains, for take() */
 	unsigned iov_cap;
 	struct vnet_stats stats;
@@ -155,6 +160,7 @@ static enum vnet_fit vnet_rx_pop(struct vnet *n)
 	/* Kept in the element: the driver may rewrite its ring meanwhile. */
 	e->ndescs = (uint16_t)virtqueue_elem_slots(vq, e);
 	n->held_slots += e->ndescs;
+	n->held_len += vnet_chain_len(e);
 	return FIT;
 }
 
@@ -237,21 +243,18 @@ static struct iovec *vnet_rx_iov(struct vnet *n, unsigned k, void *hdr, unsigned
 }
 
 /*
- * The frame of len bytes (its back end's header included) into the first
- * k held chains, each filled (*filled counts the round's) with what it
- * got.  false: no memory to describe the buffers, nothing done.
+ * The first k held chains, which hold the frame of len bytes (its back
+ * end's header included; the header itself in hdr), to the guest: the
+ * header in place, each chain filled (*filled counts the round's) with
+ * what it got.
  */
-static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *filled)
+static void vnet_rx_complete(struct vnet *n, unsigned k, size_t len,
+			     struct virtio_net_hdr_v1 *hdrp, unsigned *filled)
 {
-	struct virtio_net_hdr_v1 hdr = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
+	struct virtio_net_hdr_v1 hdr = *hdrp;
 	struct virtqueue *vq = vnet_vq(n, VNET_RXQ);
 	size_t left = VNET_HDR_LEN + len - n->nd->vnet_hdr_len;
-	unsigned cnt;
-	struct iovec *iov = vnet_rx_iov(n, k, &hdr, &cnt);
 
-	if (!iov)
-		return false;
-	n->nd->ops->take(n->nd, iov, cnt);
 	/*
 	 * VIRTIO 1.2, 5.1.6.4.1: without GUEST_CSUM the flags are zero (the
 	 * kernel's tap marks checksums it verified whatever it was told).
@@ -267,10 +270,28 @@ static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *fi
 		virtqueue_fill(vq, n->held[i], (uint32_t)got, (*filled)++);
 		left -= got;
 		n->held_slots -= n->held[i]->ndescs;
+		n->held_len -= vnet_chain_len(n->held[i]);
 		free(n->held[i]);
 	}
 	n->nheld -= k;
 	memmove(n->held, n->held + k, n->nheld * sizeof(*n->held));
+}
+
+/*
+ * The frame of len bytes (its back end's header included) copied into
+ * the first k held chains.  false: no memory to describe the buffers,
+ * nothing done.
+ */
+static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *filled)
+{
+	struct virtio_net_hdr_v1 hdr = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
+	unsigned cnt;
+	struct iovec *iov = vnet_rx_iov(n, k, &hdr, &cnt);
+
+	if (!iov)
+		return false;
+	n->nd->ops->take(n->nd, iov, cnt);
+	vnet_rx_complete(n, k, len, &hdr, filled);
 	return true;
 }
 
@@ -304,6 +325,86 @@ static bool vnet_rx_too_long(struct vnet *n, size_t len)
 }
 
 /*
+ * Pops chains until the held ones take need bytes: with MRG_RXBUF as many
+ * as that takes, without it the one chain must.  FIT_NEVER when the ring
+ * cannot give that much, FIT_WAIT when the driver has not posted it yet.
+ */
+static enum vnet_fit vnet_rx_cover(struct vnet *n, size_t need)
+{
+	unsigned num = vnet_vq(n, VNET_RXQ)->num;
+
+	if (!n->mrg) {
+		enum vnet_fit r = n->nheld ? FIT : vnet_rx_pop(n);
+
+		return r != FIT ? r : vnet_chain_len(n->held[0]) < need ? FIT_NEVER : FIT;
+	}
+	while (n->held_len < need) {
+		enum vnet_fit r = n->held_slots >= num || n->nheld >= n->held_max ?
+				  FIT_NEVER : vnet_rx_pop(n);
+
+		if (r != FIT)
+			return r;
+	}
+	return FIT;
+}
+
+/* How many of the held chains a frame of need bytes (the guest's header on) fills. */
+static unsigned vnet_rx_chains(struct vnet *n, size_t need)
+{
+	size_t have = 0;
+	unsigned k = 0;
+
+	if (!n->mrg)
+		return 1;
+	while (have < need)
+		have += vnet_chain_len(n->held[k++]);
+	return k;
+}
+
+enum vnet_direct {
+	DIRECT_DONE,	/* a frame was given to the guest, or dropped */
+	DIRECT_IDLE,	/* the back end has no frame */
+	DIRECT_COPY,	/* the held chains cannot take every frame: peek and take */
+	DIRECT_BROKEN,	/* the driver broke the rules: NEEDS_RESET */
+};
+
+/*
+ * The back end's next frame read straight into the held chains, once
+ * they take the longest it may give: then no frame can be cut short, nor
+ * need chains that are not there yet.  The header is read into hdr, not
+ * the guest's buffer: the guest must see the one the copy would give it,
+ * and its own memory is no place to read that back from.
+ */
+static enum vnet_direct vnet_rx_direct(struct vnet *n, unsigned *filled)
+{
+	struct virtio_net_hdr_v1 hdr = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
+	size_t hl = n->nd->vnet_hdr_len, len, cap;
+	enum vnet_fit r = vnet_rx_cover(n, VNET_HDR_LEN + n->nd->rx_max_len - hl);
+	struct iovec *iov;
+	unsigned cnt;
+
+	if (r == FIT_BROKEN)
+		return DIRECT_BROKEN;
+	if (r != FIT)
+		return DIRECT_COPY;
+	iov = vnet_rx_iov(n, n->mrg ? n->nheld : 1, &hdr, &cnt);
+	if (!iov || cnt > IOV_MAX)
+		return DIRECT_COPY;
+	cap = iov_size(iov, cnt);
+	len = n->nd->ops->recv(n->nd, iov, cnt, cap);
+	if (!len)
+		return DIRECT_IDLE;
+	if (len > cap || vnet_rx_too_long(n, len)) {
+		/* Nothing was used: the chains stay held for the next frame. */
+		n->stats.rx_dropped++;
+		return DIRECT_DONE;
+	}
+	vnet_rx_complete(n, vnet_rx_chains(n, VNET_HDR_LEN + len - hl), len, &hdr, filled);
+	n->stats.rx_frames++;
+	return DIRECT_DONE;
+}
+
+/*
  * Gives the guest what the back end has, while its buffers last: one
  * flush and at most one interrupt for the round.
  */
@@ -315,6 +416,17 @@ static void vnet_rx_locked(struct vnet *n)
 
 	vnet_rx_watch(n, true);
 	while (n->rx_serving && !vdev->broken && frames < VNET_BUDGET && n->nd) {
+		enum vnet_direct d = n->nd->ops->recv ? vnet_rx_direct(n, &filled) : DIRECT_COPY;
+
+		if (d == DIRECT_BROKEN)
+			break;
+		if (d != DIRECT_COPY) {
+			idle = d == DIRECT_IDLE;
+			if (idle)
+				break;
+			frames++;
+			continue;
+		}
 		size_t len = n->nd->ops->peek(n->nd);
 		unsigned k = 0;
 
@@ -493,6 +605,7 @@ static void vnet_free_held(struct vnet *n)
 		free(n->held[i]);
 	n->nheld = 0;
 	n->held_slots = 0;
+	n->held_len = 0;
 }
 
 static bool has(uint64_t features, unsigned bit)
