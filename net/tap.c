@@ -291,7 +291,8 @@ static void tap_take(struct netdev *nd, const struct iovec *iov, unsigned n)
 
 /*
  * tun copies what fits of a frame into a shorter vector, drops the rest,
- * and returns the frame's whole length: a return over cap is a cut frame.
+ * and says how much it copied: a read that fills the vector may be a cut
+ * frame, dropped (net.h: the NIC leaves a byte to spare).
  */
 static size_t tap_recv(struct netdev *nd, const struct iovec *iov, unsigned n, size_t cap)
 {
@@ -314,7 +315,7 @@ static size_t tap_recv(struct netdev *nd, const struct iovec *iov, unsigned n, s
 			tap_gone(t, errno);
 			break;
 		}
-		if ((size_t)r <= cap && tap_frame_len_ok(t, (size_t)r))
+		if ((size_t)r < cap && tap_frame_len_ok(t, (size_t)r))
 			return (size_t)r;
 		__atomic_fetch_add(&nd->rx_dropped, 1, __ATOMIC_RELAXED);
 	}

@@ -379,7 +379,8 @@ static enum vnet_direct vnet_rx_direct(struct vnet *n, unsigned *filled)
 {
 	struct virtio_net_hdr_v1 hdr = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
 	size_t hl = n->nd->vnet_hdr_len, len, cap;
-	enum vnet_fit r = vnet_rx_cover(n, VNET_HDR_LEN + n->nd->rx_max_len - hl);
+	/* net.h: a byte to spare past the longest frame. */
+	enum vnet_fit r = vnet_rx_cover(n, VNET_HDR_LEN + n->nd->rx_max_len - hl + 1);
 	struct iovec *iov;
 	unsigned cnt;
 
@@ -394,7 +395,7 @@ static enum vnet_direct vnet_rx_direct(struct vnet *n, unsigned *filled)
 	len = n->nd->ops->recv(n->nd, iov, cnt, cap);
 	if (!len)
 		return DIRECT_IDLE;
-	if (len > cap || vnet_rx_too_long(n, len)) {
+	if (len >= cap || vnet_rx_too_long(n, len)) {
 		/* Nothing was used: the chains stay held for the next frame. */
 		n->stats.rx_dropped++;
 		return DIRECT_DONE;

@@ -50,13 +50,15 @@ struct netdev_ops {
 	void (*take)(struct netdev *nd, const struct iovec *iov, unsigned n);
 	/*
 	 * Optional: the next frame for the guest read straight into iov (n
-	 * entries, at most IOV_MAX; cap bytes in all, at least rx_max_len),
+	 * entries, at most IOV_MAX; cap bytes in all, more than rx_max_len),
 	 * no copy in between: its length, the header included, at most
 	 * rx_max_len; 0 when none waits, rx_fd then left unreadable as peek
 	 * leaves it.  A frame peek() already holds comes first (copied).
-	 * Only whole frames come back: one the back end refuses (over cap
-	 * among them) it drops and counts in rx_dropped, and what it wrote
-	 * of it into iov is no frame.
+	 * Only whole frames come back: one the back end refuses (one that
+	 * fills iov among them: a tap's read says no more than it copied,
+	 * so only a byte to spare tells a whole frame from a cut one) it
+	 * drops and counts in rx_dropped, and what it wrote of it into iov
+	 * is no frame.
 	 */
 	size_t (*recv)(struct netdev *nd, const struct iovec *iov, unsigned n, size_t cap);
 	/*
