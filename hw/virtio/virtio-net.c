@@ -91,8 +91,15 @@ struct vnet {
 	unsigned nheld;
 	unsigned held_slots;	/* the ring slots they take */
 	size_t held_len;	/* the bytes they take */
-	struct iovec *iov;	/* a frame's buffers across chains, for take() */
-	unsigned iov_cap;
+	/*
+	 * The held chains' buffers in one vector, from iov[1]: the first
+	 * iov_chains of them, iov_n entries.  Kept as chains come and go, so
+	 * that a read into every held chain does not gather them all again.
+	 */
+	struct iovec *iov;
+	unsigned iov_cap, iov_n, iov_chains;
+	struct iovec iov_saved[2];	/* the entries a view changed, put back after */
+	unsigned iov_saved_at;
 	struct vnet_stats stats;
 };
 
@@ -151,7 +158,9 @@ static enum vnet_fit vnet_rx_pop(struct vnet *n)
 	 * 5.1.6.3.1 again: with MRG_RXBUF each buffer holds at least the
 	 * header, which therefore never straddles two of them.
 	 */
-	if (n->mrg && vnet_chain_len(e) < VNET_HDR_LEN) {
+	size_t len = vnet_chain_len(e);
+
+	if (n->mrg && len < VNET_HDR_LEN) {
 		free(e);
 		virtio_error(&n->vdev, "virtio-net: receive buffer shorter than the header");
 		return FIT_BROKEN;
@@ -160,7 +169,7 @@ static enum vnet_fit vnet_rx_pop(struct vnet *n)
 	/* Kept in the element: the driver may rewrite its ring meanwhile. */
 	e->ndescs = (uint16_t)virtqueue_elem_slots(vq, e);
 	n->held_slots += e->ndescs;
-	n->held_len += vnet_chain_len(e);
+	n->held_len += len;
 	return FIT;
 }
 
@@ -208,38 +217,71 @@ static enum vnet_fit vnet_rx_fit_mrg(struct vnet *n, size_t need, unsigned *k)
 	}
 }
 
-/*
- * Where take() puts a frame for the first k held chains: the back end's
- * virtio-net header (if it has one) into hdr, the frame after the
- * header's bytes of the chains.  NULL if out of memory.
- */
-static struct iovec *vnet_rx_iov(struct vnet *n, unsigned k, void *hdr, unsigned *cnt)
+/* The first k held chains' buffers in n->iov; false if out of memory. */
+static bool vnet_rx_iov_grow(struct vnet *n, unsigned k)
 {
-	unsigned total = 1;
+	unsigned total = n->iov_n + 2;	/* the spare slot, and one past the end */
 
-	for (unsigned i = 0; i < k; i++)
+	for (unsigned i = n->iov_chains; i < k; i++)
 		total += n->held[i]->in_num;
 	if (total > n->iov_cap) {
 		struct iovec *iov = realloc(n->iov, total * sizeof(*iov));
 
 		if (!iov)
-			return NULL;
+			return false;
 		n->iov = iov;
 		n->iov_cap = total;
 	}
-	*cnt = 0;
-	for (unsigned i = 0; i < k; i++) {
-		memcpy(n->iov + 1 + *cnt, n->held[i]->in_sg, n->held[i]->in_num * sizeof(*n->iov));
-		*cnt += n->held[i]->in_num;
-	}
-	struct iovec *iov = iov_skip(n->iov + 1, cnt, VNET_HDR_LEN);
+	for (; n->iov_chains < k; n->iov_chains++) {
+		const struct vq_elem *e = n->held[n->iov_chains];
 
+		memcpy(n->iov + 1 + n->iov_n, e->in_sg, e->in_num * sizeof(*n->iov));
+		n->iov_n += e->in_num;
+	}
+	return true;
+}
+
+/*
+ * Where take() or recv() puts a frame for the first k held chains: the
+ * back end's virtio-net header (if it has one) into hdr, the frame after
+ * the header's bytes of the chains.  NULL if out of memory.  The view
+ * changes the entry the header's bytes end in and the one before (the
+ * header's own slot): vnet_rx_iov_put() puts them back.
+ */
+static struct iovec *vnet_rx_iov(struct vnet *n, unsigned k, void *hdr, unsigned *cnt)
+{
+	unsigned at = 1, c = 0;
+	size_t skip = VNET_HDR_LEN;
+
+	if (!vnet_rx_iov_grow(n, k))
+		return NULL;
+	if (k == n->iov_chains)
+		c = n->iov_n;
+	for (unsigned i = 0; i < k && k != n->iov_chains; i++)
+		c += n->held[i]->in_num;
+	while (c && skip >= n->iov[at].iov_len) {
+		skip -= n->iov[at++].iov_len;
+		c--;
+	}
+	n->iov_saved_at = at;
+	n->iov_saved[0] = n->iov[at - 1];
+	n->iov_saved[1] = n->iov[at];
+	if (c && skip) {
+		n->iov[at].iov_base = (uint8_t *)n->iov[at].iov_base + skip;
+		n->iov[at].iov_len -= skip;
+	}
+	*cnt = c;
 	if (!n->nd->vnet_hdr_len)
-		return iov;
-	/* The vector's first slot is spare, so one before iov is ours. */
-	iov[-1] = (struct iovec){ hdr, n->nd->vnet_hdr_len };
+		return n->iov + at;
+	n->iov[at - 1] = (struct iovec){ hdr, n->nd->vnet_hdr_len };
 	++*cnt;
-	return iov - 1;
+	return n->iov + at - 1;
+}
+
+static void vnet_rx_iov_put(struct vnet *n)
+{
+	n->iov[n->iov_saved_at - 1] = n->iov_saved[0];
+	n->iov[n->iov_saved_at] = n->iov_saved[1];
 }
 
 /*
@@ -263,18 +305,25 @@ static void vnet_rx_complete(struct vnet *n, unsigned k, size_t len,
 		hdr.flags = 0;
 	hdr.num_buffers = htole16((uint16_t)k);
 	iov_copy(n->held[0]->in_sg, n->held[0]->in_num, 0, &hdr, VNET_HDR_LEN, false);
-	for (unsigned i = 0; i < k; i++) {
-		size_t got = vnet_chain_len(n->held[i]);
+	unsigned m = 0;
 
-		got = got < left ? got : left;
+	for (unsigned i = 0; i < k; i++) {
+		size_t cl = vnet_chain_len(n->held[i]), got = cl < left ? cl : left;
+
 		virtqueue_fill(vq, n->held[i], (uint32_t)got, (*filled)++);
 		left -= got;
 		n->held_slots -= n->held[i]->ndescs;
-		n->held_len -= vnet_chain_len(n->held[i]);
+		n->held_len -= cl;
+		m += n->held[i]->in_num;
 		free(n->held[i]);
 	}
 	n->nheld -= k;
 	memmove(n->held, n->held + k, n->nheld * sizeof(*n->held));
+	/* vnet_rx_iov() had the k chains' buffers in n->iov: the rest move up. */
+	n->iov_n -= m;
+	n->iov_chains -= k;
+	if (n->iov_n)
+		memmove(n->iov + 1, n->iov + 1 + m, n->iov_n * sizeof(*n->iov));
 }
 
 /*
@@ -291,6 +340,7 @@ static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *fi
 	if (!iov)
 		return false;
 	n->nd->ops->take(n->nd, iov, cnt);
+	vnet_rx_iov_put(n);
 	vnet_rx_complete(n, k, len, &hdr, filled);
 	return true;
 }
@@ -389,10 +439,14 @@ static enum vnet_direct vnet_rx_direct(struct vnet *n, unsigned *filled)
 	if (r != FIT)
 		return DIRECT_COPY;
 	iov = vnet_rx_iov(n, n->mrg ? n->nheld : 1, &hdr, &cnt);
-	if (!iov || cnt > IOV_MAX)
+	if (!iov)
 		return DIRECT_COPY;
-	cap = iov_size(iov, cnt);
-	len = n->nd->ops->recv(n->nd, iov, cnt, cap);
+	/* What the chains hold but the header, and the back end's header. */
+	cap = (n->mrg ? n->held_len : vnet_chain_len(n->held[0])) - VNET_HDR_LEN + hl;
+	len = cnt <= IOV_MAX ? n->nd->ops->recv(n->nd, iov, cnt, cap) : SIZE_MAX;
+	vnet_rx_iov_put(n);
+	if (len == SIZE_MAX)
+		return DIRECT_COPY;
 	if (!len)
 		return DIRECT_IDLE;
 	if (len >= cap || vnet_rx_too_long(n, len)) {
@@ -607,6 +661,8 @@ static void vnet_free_held(struct vnet *n)
 	n->nheld = 0;
 	n->held_slots = 0;
 	n->held_len = 0;
+	n->iov_n = 0;
+	n->iov_chains = 0;
 }
 
 static bool has(uint64_t features, unsigned bit)
