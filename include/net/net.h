@@ -13,7 +13,7 @@
  * slow or gone); frames cross between it and the NIC through queues it
  * owns (net/queue.c), so neither side ever runs inside the other's locks.
  *
- * Threads: the NIC calls send/peek/take from one thread of its own (its
+ * Threads: the NIC calls send/peek/take/recv from one thread of its own (its
  * event loop); the back end may fill its receive queue from any thread
  * and then makes rx_fd readable.
  */
