@@ -20,7 +20,9 @@
  * waits).  A frame that can never fit is dropped, never truncated.  A
  * back end with recv (a tap) reads each frame straight into the guest's
  * buffers, no copy, while the held ones take the longest frame it gives;
- * the chains that frame does not use stay held, in order, for the next.
+ * the chains that frame does not use stay held, in order, for the next,
+ * rather than go back to the ring: the next read wants them again, and
+ * a chain popped twice could read differently the second time.
  *
  * Each round handles at most VNET_BUDGET frames or chains and then kicks
  * itself to come back, so a flooding guest or back end never holds up the
