@@ -92,16 +92,20 @@ struct vnet {
 	struct vq_elem **held;	/* rx chains popped for a frame that does not fit yet, in order */
 	unsigned nheld;
 	unsigned held_slots;	/* the ring slots they take */
-	size_t held_len;	/* the bytes they take */
+	struct iovec *iov;	/* a frame's buffers across chains, for take() */
+	unsigned iov_cap;
 	/*
-	 * The held chains' buffers in one vector, from iov[1]: the first
-	 * iov_chains of them, iov_n entries.  Kept as chains come and go, so
-	 * that a read into every held chain does not gather them all again.
+	 * For recv only: the held chains' buffers in one vector, from
+	 * hiov[1]: the first hiov_chains of them, hiov_n entries, hiov_len
+	 * bytes.  Kept as chains come and go, so that a read into every held
+	 * chain does not gather them all again; a back end without recv
+	 * never pays for it.
 	 */
-	struct iovec *iov;
-	unsigned iov_cap, iov_n, iov_chains;
-	struct iovec iov_saved[2];	/* the entries a view changed, put back after */
-	unsigned iov_saved_at;
+	struct iovec *hiov;
+	unsigned hiov_cap, hiov_n, hiov_chains;
+	size_t hiov_len;
+	struct iovec hiov_saved[2];	/* the entries a view changed, put back after */
+	unsigned hiov_saved_at;
 	struct vnet_stats stats;
 };
 
@@ -131,9 +135,19 @@ enum vnet_fit {
 	FIT_BROKEN,	/* the driver broke the rules: NEEDS_RESET */
 };
 
+/*
+ * A held rx chain and its length, summed once when popped: fitting a
+ * frame, reading into the chains and filling them each want it, and a
+ * chain may be many buffers.
+ */
+struct vnet_rx_chain {
+	struct vq_elem e;	/* first: virtqueue_pop() allocates the whole */
+	size_t len;
+};
+
 static size_t vnet_chain_len(const struct vq_elem *e)
 {
-	return iov_size(e->in_sg, e->in_num);
+	return container_of(e, const struct vnet_rx_chain, e)->len;
 }
 
 /* Pops one more rx chain onto the held ones. */
@@ -141,7 +155,7 @@ static enum vnet_fit vnet_rx_pop(struct vnet *n)
 {
 	struct virtqueue *vq = vnet_vq(n, VNET_RXQ);
 	struct vq_elem *e;
-	int ret = virtqueue_pop(vq, sizeof(*e), &e);
+	int ret = virtqueue_pop(vq, sizeof(struct vnet_rx_chain), &e);
 
 	if (ret == 0)
 		return FIT_WAIT;
@@ -160,9 +174,8 @@ static enum vnet_fit vnet_rx_pop(struct vnet *n)
 	 * 5.1.6.3.1 again: with MRG_RXBUF each buffer holds at least the
 	 * header, which therefore never straddles two of them.
 	 */
-	size_t len = vnet_chain_len(e);
-
-	if (n->mrg && len < VNET_HDR_LEN) {
+	container_of(e, struct vnet_rx_chain, e)->len = iov_size(e->in_sg, e->in_num);
+	if (n->mrg && vnet_chain_len(e) < VNET_HDR_LEN) {
 		free(e);
 		virtio_error(&n->vdev, "virtio-net: receive buffer shorter than the header");
 		return FIT_BROKEN;
@@ -171,7 +184,6 @@ static enum vnet_fit vnet_rx_pop(struct vnet *n)
 	/* Kept in the element: the driver may rewrite its ring meanwhile. */
 	e->ndescs = (uint16_t)virtqueue_elem_slots(vq, e);
 	n->held_slots += e->ndescs;
-	n->held_len += len;
 	return FIT;
 }
 
@@ -219,83 +231,56 @@ static enum vnet_fit vnet_rx_fit_mrg(struct vnet *n, size_t need, unsigned *k)
 	}
 }
 
-/* The first k held chains' buffers in n->iov; false if out of memory. */
-static bool vnet_rx_iov_grow(struct vnet *n, unsigned k)
+static void vnet_rx_hiov_clear(struct vnet *n)
 {
-	unsigned total = n->iov_n + 2;	/* the spare slot, and one past the end */
+	n->hiov_n = 0;
+	n->hiov_chains = 0;
+	n->hiov_len = 0;
+}
 
-	for (unsigned i = n->iov_chains; i < k; i++)
+/*
+ * Where take() puts a frame for the first k held chains: the back end's
+ * virtio-net header (if it has one) into hdr, the frame after the
+ * header's bytes of the chains.  NULL if out of memory.
+ */
+static struct iovec *vnet_rx_iov(struct vnet *n, unsigned k, void *hdr, unsigned *cnt)
+{
+	unsigned total = 1;
+
+	for (unsigned i = 0; i < k; i++)
 		total += n->held[i]->in_num;
 	if (total > n->iov_cap) {
 		struct iovec *iov = realloc(n->iov, total * sizeof(*iov));
 
 		if (!iov)
-			return false;
+			return NULL;
 		n->iov = iov;
 		n->iov_cap = total;
 	}
-	for (; n->iov_chains < k; n->iov_chains++) {
-		const struct vq_elem *e = n->held[n->iov_chains];
-
-		memcpy(n->iov + 1 + n->iov_n, e->in_sg, e->in_num * sizeof(*n->iov));
-		n->iov_n += e->in_num;
+	*cnt = 0;
+	for (unsigned i = 0; i < k; i++) {
+		memcpy(n->iov + 1 + *cnt, n->held[i]->in_sg, n->held[i]->in_num * sizeof(*n->iov));
+		*cnt += n->held[i]->in_num;
 	}
-	return true;
-}
+	struct iovec *iov = iov_skip(n->iov + 1, cnt, VNET_HDR_LEN);
 
-/*
- * Where take() or recv() puts a frame for the first k held chains: the
- * back end's virtio-net header (if it has one) into hdr, the frame after
- * the header's bytes of the chains.  NULL if out of memory.  The view
- * changes the entry the header's bytes end in and the one before (the
- * header's own slot): vnet_rx_iov_put() puts them back.
- */
-static struct iovec *vnet_rx_iov(struct vnet *n, unsigned k, void *hdr, unsigned *cnt)
-{
-	unsigned at = 1, c = 0;
-	size_t skip = VNET_HDR_LEN;
-
-	if (!vnet_rx_iov_grow(n, k))
-		return NULL;
-	if (k == n->iov_chains)
-		c = n->iov_n;
-	for (unsigned i = 0; i < k && k != n->iov_chains; i++)
-		c += n->held[i]->in_num;
-	while (c && skip >= n->iov[at].iov_len) {
-		skip -= n->iov[at++].iov_len;
-		c--;
-	}
-	n->iov_saved_at = at;
-	n->iov_saved[0] = n->iov[at - 1];
-	n->iov_saved[1] = n->iov[at];
-	if (c && skip) {
-		n->iov[at].iov_base = (uint8_t *)n->iov[at].iov_base + skip;
-		n->iov[at].iov_len -= skip;
-	}
-	*cnt = c;
 	if (!n->nd->vnet_hdr_len)
-		return n->iov + at;
-	n->iov[at - 1] = (struct iovec){ hdr, n->nd->vnet_hdr_len };
+		return iov;
+	/* The vector's first slot is spare, so one before iov is ours. */
+	iov[-1] = (struct iovec){ hdr, n->nd->vnet_hdr_len };
 	++*cnt;
-	return n->iov + at - 1;
-}
-
-static void vnet_rx_iov_put(struct vnet *n)
-{
-	n->iov[n->iov_saved_at - 1] = n->iov_saved[0];
-	n->iov[n->iov_saved_at] = n->iov_saved[1];
+	return iov - 1;
 }
 
 /*
  * The first k held chains, which hold the frame of len bytes (its back
- * end's header included; the header itself in hdr), to the guest: the
+ * end's header included; the header itself in *hdr), to the guest: the
  * header in place, each chain filled (*filled counts the round's) with
  * what it got.
  */
-static void vnet_rx_complete(struct vnet *n, unsigned k, size_t len,
-			     struct virtio_net_hdr_v1 *hdrp, unsigned *filled)
+static inline void vnet_rx_complete(struct vnet *n, unsigned k, size_t len,
+				    struct virtio_net_hdr_v1 *hdr, unsigned *filled)
 {
-	struct virtio_net_hdr_v1 hdr = *hdrp;
 	struct virtqueue *vq = vnet_vq(n, VNET_RXQ);
 	size_t left = VNET_HDR_LEN + len - n->nd->vnet_hdr_len;
 
@@ -304,28 +289,20 @@ static void vnet_rx_complete(struct vnet *n, unsigned k, size_t len,
 	 * kernel's tap marks checksums it verified whatever it was told).
 	 */
 	if (!n->guest_csum)
-		hdr.flags = 0;
-	hdr.num_buffers = htole16((uint16_t)k);
-	iov_copy(n->held[0]->in_sg, n->held[0]->in_num, 0, &hdr, VNET_HDR_LEN, false);
-	unsigned m = 0;
-
+		hdr->flags = 0;
+	hdr->num_buffers = htole16((uint16_t)k);
+	iov_copy(n->held[0]->in_sg, n->held[0]->in_num, 0, hdr, VNET_HDR_LEN, false);
 	for (unsigned i = 0; i < k; i++) {
-		size_t cl = vnet_chain_len(n->held[i]), got = cl < left ? cl : left;
+		size_t got = vnet_chain_len(n->held[i]);
 
+		got = got < left ? got : left;
 		virtqueue_fill(vq, n->held[i], (uint32_t)got, (*filled)++);
 		left -= got;
 		n->held_slots -= n->held[i]->ndescs;
-		n->held_len -= cl;
-		m += n->held[i]->in_num;
 		free(n->held[i]);
 	}
 	n->nheld -= k;
 	memmove(n->held, n->held + k, n->nheld * sizeof(*n->held));
-	/* vnet_rx_iov() had the k chains' buffers in n->iov: the rest move up. */
-	n->iov_n -= m;
-	n->iov_chains -= k;
-	if (n->iov_n)
-		memmove(n->iov + 1, n->iov + 1 + m, n->iov_n * sizeof(*n->iov));
 }
 
 /*
@@ -342,8 +319,9 @@ static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *fi
 	if (!iov)
 		return false;
 	n->nd->ops->take(n->nd, iov, cnt);
-	vnet_rx_iov_put(n);
 	vnet_rx_complete(n, k, len, &hdr, filled);
+	/* With recv, n->hiov held those chains: the next read gathers it again. */
+	vnet_rx_hiov_clear(n);
 	return true;
 }
 
@@ -376,41 +354,112 @@ static bool vnet_rx_too_long(struct vnet *n, size_t len)
 	return len < hl || (len - hl > n->rx_max && !n->guest_gso);
 }
 
+/* Every held chain's buffers in n->hiov (hiov_len is the caller's); false if out of memory. */
+static bool vnet_rx_hiov_grow(struct vnet *n)
+{
+	unsigned total = n->hiov_n + 2;	/* the spare slot, and one past the end */
+
+	for (unsigned i = n->hiov_chains; i < n->nheld; i++)
+		total += n->held[i]->in_num;
+	if (total > n->hiov_cap) {
+		struct iovec *iov = realloc(n->hiov, total * sizeof(*iov));
+
+		if (!iov)
+			return false;
+		n->hiov = iov;
+		n->hiov_cap = total;
+	}
+	for (; n->hiov_chains < n->nheld; n->hiov_chains++) {
+		const struct vq_elem *e = n->held[n->hiov_chains];
+
+		memcpy(n->hiov + 1 + n->hiov_n, e->in_sg, e->in_num * sizeof(*n->hiov));
+		n->hiov_n += e->in_num;
+	}
+	return true;
+}
+
+/*
+ * Where recv() puts a frame for every held chain: as vnet_rx_iov(), but
+ * in n->hiov, whose entries the view changes are the one the header's
+ * bytes end in and the one before (the header's own slot):
+ * vnet_rx_view_put() puts them back.
+ */
+static struct iovec *vnet_rx_view(struct vnet *n, void *hdr, unsigned *cnt)
+{
+	unsigned at = 1, c;
+	size_t skip = VNET_HDR_LEN;
+
+	for (c = n->hiov_n; c && skip >= n->hiov[at].iov_len; c--)
+		skip -= n->hiov[at++].iov_len;
+	n->hiov_saved_at = at;
+	n->hiov_saved[0] = n->hiov[at - 1];
+	n->hiov_saved[1] = n->hiov[at];
+	if (c && skip) {
+		n->hiov[at].iov_base = (uint8_t *)n->hiov[at].iov_base + skip;
+		n->hiov[at].iov_len -= skip;
+	}
+	*cnt = c;
+	if (!n->nd->vnet_hdr_len)
+		return n->hiov + at;
+	n->hiov[at - 1] = (struct iovec){ hdr, n->nd->vnet_hdr_len };
+	++*cnt;
+	return n->hiov + at - 1;
+}
+
+static void vnet_rx_view_put(struct vnet *n)
+{
+	n->hiov[n->hiov_saved_at - 1] = n->hiov_saved[0];
+	n->hiov[n->hiov_saved_at] = n->hiov_saved[1];
+}
+
+/*
+ * How many of the held chains a frame of need bytes (the guest's header
+ * on) fills: they go to the guest, and their buffers leave n->hiov.
+ */
+static unsigned vnet_rx_hiov_take(struct vnet *n, size_t need)
+{
+	size_t have = 0;
+	unsigned k = 0, m = 0;
+
+	do {
+		have += vnet_chain_len(n->held[k]);
+		m += n->held[k++]->in_num;
+	} while (n->mrg && have < need);
+	n->hiov_len -= have;
+	n->hiov_n -= m;
+	n->hiov_chains -= k;
+	memmove(n->hiov + 1, n->hiov + 1 + m, n->hiov_n * sizeof(*n->hiov));
+	return k;
+}
+
 /*
  * Pops chains until the held ones take need bytes: with MRG_RXBUF as many
  * as that takes, without it the one chain must.  FIT_NEVER when the ring
- * cannot give that much, FIT_WAIT when the driver has not posted it yet.
+ * cannot give that much (or there is no memory to describe it), FIT_WAIT
+ * when the driver has not posted it yet.
  */
 static enum vnet_fit vnet_rx_cover(struct vnet *n, size_t need)
 {
 	unsigned num = vnet_vq(n, VNET_RXQ)->num;
+	size_t have = n->hiov_len;
 
-	if (!n->mrg) {
-		enum vnet_fit r = n->nheld ? FIT : vnet_rx_pop(n);
-
-		return r != FIT ? r : vnet_chain_len(n->held[0]) < need ? FIT_NEVER : FIT;
-	}
-	while (n->held_len < need) {
-		enum vnet_fit r = n->held_slots >= num || n->nheld >= n->held_max ?
-				  FIT_NEVER : vnet_rx_pop(n);
+	/* All the held chains go into n->hiov: those not there yet counted too. */
+	for (unsigned i = n->hiov_chains; i < n->nheld; i++)
+		have += vnet_chain_len(n->held[i]);
+	while (have < need) {
+		/* Without MRG_RXBUF the one chain must take it all. */
+		enum vnet_fit r = n->nheld && (!n->mrg || n->held_slots >= num ||
+					       n->nheld >= n->held_max) ? FIT_NEVER : vnet_rx_pop(n);
 
 		if (r != FIT)
 			return r;
+		have += vnet_chain_len(n->held[n->nheld - 1]);
 	}
+	/* Once, not per chain popped: a call costs more than the chain. */
+	if (!vnet_rx_hiov_grow(n))
+		return FIT_NEVER;
+	n->hiov_len = have;
 	return FIT;
-}
-
-/* How many of the held chains a frame of need bytes (the guest's header on) fills. */
-static unsigned vnet_rx_chains(struct vnet *n, size_t need)
-{
-	size_t have = 0;
-	unsigned k = 0;
-
-	if (!n->mrg)
-		return 1;
-	while (have < need)
-		have += vnet_chain_len(n->held[k++]);
-	return k;
 }
 
 enum vnet_direct {
@@ -440,13 +489,11 @@ static enum vnet_direct vnet_rx_direct(struct vnet *n, unsigned *filled)
 		return DIRECT_BROKEN;
 	if (r != FIT)
 		return DIRECT_COPY;
-	iov = vnet_rx_iov(n, n->mrg ? n->nheld : 1, &hdr, &cnt);
-	if (!iov)
-		return DIRECT_COPY;
+	iov = vnet_rx_view(n, &hdr, &cnt);
 	/* What the chains hold but the header, and the back end's header. */
-	cap = (n->mrg ? n->held_len : vnet_chain_len(n->held[0])) - VNET_HDR_LEN + hl;
+	cap = n->hiov_len - VNET_HDR_LEN + hl;
 	len = cnt <= IOV_MAX ? n->nd->ops->recv(n->nd, iov, cnt, cap) : SIZE_MAX;
-	vnet_rx_iov_put(n);
+	vnet_rx_view_put(n);
 	if (len == SIZE_MAX)
 		return DIRECT_COPY;
 	if (!len)
@@ -456,7 +503,7 @@ static enum vnet_direct vnet_rx_direct(struct vnet *n, unsigned *filled)
 		n->stats.rx_dropped++;
 		return DIRECT_DONE;
 	}
-	vnet_rx_complete(n, vnet_rx_chains(n, VNET_HDR_LEN + len - hl), len, &hdr, filled);
+	vnet_rx_complete(n, vnet_rx_hiov_take(n, VNET_HDR_LEN + len - hl), len, &hdr, filled);
 	n->stats.rx_frames++;
 	return DIRECT_DONE;
 }
@@ -662,9 +709,7 @@ static void vnet_free_held(struct vnet *n)
 		free(n->held[i]);
 	n->nheld = 0;
 	n->held_slots = 0;
-	n->held_len = 0;
-	n->iov_n = 0;
-	n->iov_chains = 0;
+	vnet_rx_hiov_clear(n);
 }
 
 static bool has(uint64_t features, unsigned bit)
@@ -863,6 +908,7 @@ void vnet_free(struct vnet *n)
 	vnet_free_held(n);
 	free(n->held);
 	free(n->iov);
+	free(n->hiov);
 	if (n->vdev_ready)
 		virtio_device_destroy(&n->vdev);
 	if (n->owns_nd)
