@@ -231,13 +231,6 @@ static enum vnet_fit vnet_rx_fit_mrg(struct vnet *n, size_t need, unsigned *k)
 	}
 }
 
-static void vnet_rx_hiov_clear(struct vnet *n)
-{
-	n->hiov_n = 0;
-	n->hiov_chains = 0;
-	n->hiov_len = 0;
-}
-
 /*
  * Where take() puts a frame for the first k held chains: the back end's
  * virtio-net header (if it has one) into hdr, the frame after the
@@ -321,7 +314,8 @@ static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *fi
 	n->nd->ops->take(n->nd, iov, cnt);
 	vnet_rx_complete(n, k, len, &hdr, filled);
 	/* With recv, n->hiov held those chains: the next read gathers it again. */
-	vnet_rx_hiov_clear(n);
+	n->hiov_chains = n->hiov_n = 0;
+	n->hiov_len = 0;
 	return true;
 }
 
@@ -709,7 +703,9 @@ static void vnet_free_held(struct vnet *n)
 		free(n->held[i]);
 	n->nheld = 0;
 	n->held_slots = 0;
-	vnet_rx_hiov_clear(n);
+	n->hiov_n = 0;
+	n->hiov_chains = 0;
+	n->hiov_len = 0;
 }
 
 static bool has(uint64_t features, unsigned bit)
