@@ -1334,7 +1334,9 @@ enum direct_hdr { HDR_NONE, HDR_CSUM, HDR_NO_CSUM };
  * and reaches the guest as the copy would bring it; the chains a frame
  * does not fill go to the frames after it, in the order they were
  * posted.  Once the driver stops posting, frames go by take() as soon as
- * the chains left cannot take the longest frame, and none is cut short.
+ * the chains left cannot take the longest frame, and none is cut short;
+ * once it posts enough again, they are read straight in again, into the
+ * chains then held.
  */
 static void test_rx_direct(bool packed, bool mrg, bool event_idx, enum direct_hdr hdr)
 {
@@ -1405,7 +1407,17 @@ static void test_rx_direct(bool packed, bool mrg, bool event_idx, enum direct_hd
 	gq_kick(&g.q[RXQ]);
 	nic_turn(&g);
 	check_frame(&g, &p, 1000, 200, h, hdr == HDR_CSUM);
-	CHECK_EQ(stats(&g).rx_frames, n + chains + 1);
+	while (p.n < chains)
+		post(&g, &p);
+	gq_kick(&g.q[RXQ]);
+	nic_turn(&g);
+	unsigned recvs = fake(&g)->recvs;
+
+	queue_frame(&g, h, 1000, 201);
+	nic_turn(&g);
+	check_frame(&g, &p, 1000, 201, h, hdr == HDR_CSUM);
+	CHECK_EQ(fake(&g)->recvs - recvs, 1);
+	CHECK_EQ(stats(&g).rx_frames, n + chains + 2);
 	CHECK_EQ(stats(&g).rx_dropped, 0);
 	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
 	net_free(&g);
