@@ -17,7 +17,12 @@
  * popped for it hold header and frame; until then those buffers are held
  * by the device and the frame stays in the back end, so a driver slow to
  * post buffers loses nothing (the back end's own queue bounds what
- * waits).  A frame that can never fit is dropped, never truncated.
+ * waits).  A frame that can never fit is dropped, never truncated.  A
+ * back end with recv (a tap) reads each frame straight into the guest's
+ * buffers, no copy, while the held ones take the longest frame it gives;
+ * the chains that frame does not use stay held, in order, for the next,
+ * rather than go back to the ring: the next read wants them again, and
+ * a chain popped twice could read differently the second time.
  *
  * Each round handles at most VNET_BUDGET frames or chains and then kicks
  * itself to come back, so a flooding guest or back end never holds up the
@@ -31,6 +36,7 @@
 #include <linux/virtio_net.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/eventfd.h>
 
@@ -90,6 +96,18 @@ struct vnet {
 	unsigned held_slots;	/* the ring slots they take */
 	struct iovec *iov;	/* a frame's buffers across chains, for take() */
 	unsigned iov_cap;
+	/*
+	 * For recv only: the held chains' buffers in one vector, from
+	 * hiov[1]: the first hiov_chains of them, hiov_n entries, hiov_len
+	 * bytes.  Kept as chains come and go, so that a read into every held
+	 * chain does not gather them all again; a back end without recv
+	 * never pays for it.
+	 */
+	struct iovec *hiov;
+	unsigned hiov_cap, hiov_n, hiov_chains;
+	size_t hiov_len;
+	struct iovec hiov_saved[2];	/* the entries a view changed, put back after */
+	unsigned hiov_saved_at;
 	struct vnet_stats stats;
 };
 
@@ -119,9 +137,19 @@ enum vnet_fit {
 	FIT_BROKEN,	/* the driver broke the rules: NEEDS_RESET */
 };
 
+/*
+ * A held rx chain and its length, summed once when popped: fitting a
+ * frame, reading into the chains and filling them each want it, and a
+ * chain may be many buffers.
+ */
+struct vnet_rx_chain {
+	struct vq_elem e;	/* first: virtqueue_pop() allocates the whole */
+	size_t len;
+};
+
 static size_t vnet_chain_len(const struct vq_elem *e)
 {
-	return iov_size(e->in_sg, e->in_num);
+	return container_of(e, const struct vnet_rx_chain, e)->len;
 }
 
 /* Pops one more rx chain onto the held ones. */
@@ -129,7 +157,7 @@ static enum vnet_fit vnet_rx_pop(struct vnet *n)
 {
 	struct virtqueue *vq = vnet_vq(n, VNET_RXQ);
 	struct vq_elem *e;
-	int ret = virtqueue_pop(vq, sizeof(*e), &e);
+	int ret = virtqueue_pop(vq, sizeof(struct vnet_rx_chain), &e);
 
 	if (ret == 0)
 		return FIT_WAIT;
@@ -148,6 +176,7 @@ static enum vnet_fit vnet_rx_pop(struct vnet *n)
 	 * 5.1.6.3.1 again: with MRG_RXBUF each buffer holds at least the
 	 * header, which therefore never straddles two of them.
 	 */
+	container_of(e, struct vnet_rx_chain, e)->len = iov_size(e->in_sg, e->in_num);
 	if (n->mrg && vnet_chain_len(e) < VNET_HDR_LEN) {
 		free(e);
 		virtio_error(&n->vdev, "virtio-net: receive buffer shorter than the header");
@@ -239,29 +268,25 @@ static struct iovec *vnet_rx_iov(struct vnet *n, unsigned k, void *hdr, unsigned
 }
 
 /*
- * The frame of len bytes (its back end's header included) into the first
- * k held chains, each filled (*filled counts the round's) with what it
- * got.  false: no memory to describe the buffers, nothing done.
+ * The first k held chains, which hold the frame of len bytes (its back
+ * end's header included; the header itself in *hdr), to the guest: the
+ * header in place, each chain filled (*filled counts the round's) with
+ * what it got.
  */
-static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *filled)
+static inline void vnet_rx_complete(struct vnet *n, unsigned k, size_t len,
+				    struct virtio_net_hdr_v1 *hdr, unsigned *filled)
 {
-	struct virtio_net_hdr_v1 hdr = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
 	struct virtqueue *vq = vnet_vq(n, VNET_RXQ);
 	size_t left = VNET_HDR_LEN + len - n->nd->vnet_hdr_len;
-	unsigned cnt;
-	struct iovec *iov = vnet_rx_iov(n, k, &hdr, &cnt);
 
-	if (!iov)
-		return false;
-	n->nd->ops->take(n->nd, iov, cnt);
 	/*
 	 * VIRTIO 1.2, 5.1.6.4.1: without GUEST_CSUM the flags are zero (the
 	 * kernel's tap marks checksums it verified whatever it was told).
 	 */
 	if (!n->guest_csum)
-		hdr.flags = 0;
-	hdr.num_buffers = htole16((uint16_t)k);
-	iov_copy(n->held[0]->in_sg, n->held[0]->in_num, 0, &hdr, VNET_HDR_LEN, false);
+		hdr->flags = 0;
+	hdr->num_buffers = htole16((uint16_t)k);
+	iov_copy(n->held[0]->in_sg, n->held[0]->in_num, 0, hdr, VNET_HDR_LEN, false);
 	for (unsigned i = 0; i < k; i++) {
 		size_t got = vnet_chain_len(n->held[i]);
 
@@ -273,6 +298,26 @@ static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *fi
 	}
 	n->nheld -= k;
 	memmove(n->held, n->held + k, n->nheld * sizeof(*n->held));
+}
+
+/*
+ * The frame of len bytes (its back end's header included) copied into
+ * the first k held chains.  false: no memory to describe the buffers,
+ * nothing done.
+ */
+static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *filled)
+{
+	struct virtio_net_hdr_v1 hdr = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
+	unsigned cnt;
+	struct iovec *iov = vnet_rx_iov(n, k, &hdr, &cnt);
+
+	if (!iov)
+		return false;
+	n->nd->ops->take(n->nd, iov, cnt);
+	vnet_rx_complete(n, k, len, &hdr, filled);
+	/* With recv, n->hiov held those chains: the next read gathers it again. */
+	n->hiov_chains = n->hiov_n = 0;
+	n->hiov_len = 0;
 	return true;
 }
 
@@ -305,6 +350,160 @@ static bool vnet_rx_too_long(struct vnet *n, size_t len)
 	return len < hl || (len - hl > n->rx_max && !n->guest_gso);
 }
 
+/* Every held chain's buffers in n->hiov (hiov_len is the caller's); false if out of memory. */
+static bool vnet_rx_hiov_grow(struct vnet *n)
+{
+	unsigned total = n->hiov_n + 2;	/* the spare slot, and one past the end */
+
+	for (unsigned i = n->hiov_chains; i < n->nheld; i++)
+		total += n->held[i]->in_num;
+	if (total > n->hiov_cap) {
+		struct iovec *iov = realloc(n->hiov, total * sizeof(*iov));
+
+		if (!iov)
+			return false;
+		n->hiov = iov;
+		n->hiov_cap = total;
+	}
+	for (; n->hiov_chains < n->nheld; n->hiov_chains++) {
+		const struct vq_elem *e = n->held[n->hiov_chains];
+
+		memcpy(n->hiov + 1 + n->hiov_n, e->in_sg, e->in_num * sizeof(*n->hiov));
+		n->hiov_n += e->in_num;
+	}
+	return true;
+}
+
+/*
+ * Where recv() puts a frame for every held chain: as vnet_rx_iov(), but
+ * in n->hiov, whose entries the view changes are the one the header's
+ * bytes end in and the one before (the header's own slot):
+ * vnet_rx_view_put() puts them back.
+ */
+static struct iovec *vnet_rx_view(struct vnet *n, void *hdr, unsigned *cnt)
+{
+	unsigned at = 1, c;
+	size_t skip = VNET_HDR_LEN;
+
+	for (c = n->hiov_n; c && skip >= n->hiov[at].iov_len; c--)
+		skip -= n->hiov[at++].iov_len;
+	n->hiov_saved_at = at;
+	n->hiov_saved[0] = n->hiov[at - 1];
+	n->hiov_saved[1] = n->hiov[at];
+	if (c && skip) {
+		n->hiov[at].iov_base = (uint8_t *)n->hiov[at].iov_base + skip;
+		n->hiov[at].iov_len -= skip;
+	}
+	*cnt = c;
+	if (!n->nd->vnet_hdr_len)
+		return n->hiov + at;
+	n->hiov[at - 1] = (struct iovec){ hdr, n->nd->vnet_hdr_len };
+	++*cnt;
+	return n->hiov + at - 1;
+}
+
+static void vnet_rx_view_put(struct vnet *n)
+{
+	n->hiov[n->hiov_saved_at - 1] = n->hiov_saved[0];
+	n->hiov[n->hiov_saved_at] = n->hiov_saved[1];
+}
+
+/*
+ * How many of the held chains a frame of need bytes (the guest's header
+ * on) fills: they go to the guest, and their buffers leave n->hiov.
+ */
+static unsigned vnet_rx_hiov_take(struct vnet *n, size_t need)
+{
+	size_t have = 0;
+	unsigned k = 0, m = 0;
+
+	do {
+		have += vnet_chain_len(n->held[k]);
+		m += n->held[k++]->in_num;
+	} while (n->mrg && have < need);
+	n->hiov_len -= have;
+	n->hiov_n -= m;
+	n->hiov_chains -= k;
+	memmove(n->hiov + 1, n->hiov + 1 + m, n->hiov_n * sizeof(*n->hiov));
+	return k;
+}
+
+/*
+ * Pops chains until the held ones take need bytes: with MRG_RXBUF as many
+ * as that takes, without it the one chain must.  FIT_NEVER when the ring
+ * cannot give that much (or there is no memory to describe it), FIT_WAIT
+ * when the driver has not posted it yet.
+ */
+static enum vnet_fit vnet_rx_cover(struct vnet *n, size_t need)
+{
+	unsigned num = vnet_vq(n, VNET_RXQ)->num;
+	size_t have = n->hiov_len;
+
+	/* All the held chains go into n->hiov: those not there yet counted too. */
+	for (unsigned i = n->hiov_chains; i < n->nheld; i++)
+		have += vnet_chain_len(n->held[i]);
+	while (have < need) {
+		/* Without MRG_RXBUF the one chain must take it all. */
+		enum vnet_fit r = n->nheld && (!n->mrg || n->held_slots >= num ||
+					       n->nheld >= n->held_max) ? FIT_NEVER : vnet_rx_pop(n);
+
+		if (r != FIT)
+			return r;
+		have += vnet_chain_len(n->held[n->nheld - 1]);
+	}
+	/* Once, not per chain popped: a call costs more than the chain. */
+	if (!vnet_rx_hiov_grow(n))
+		return FIT_NEVER;
+	n->hiov_len = have;
+	return FIT;
+}
+
+enum vnet_direct {
+	DIRECT_DONE,	/* a frame was given to the guest, or dropped */
+	DIRECT_IDLE,	/* the back end has no frame */
+	DIRECT_COPY,	/* the held chains cannot take every frame: peek and take */
+	DIRECT_BROKEN,	/* the driver broke the rules: NEEDS_RESET */
+};
+
+/*
+ * The back end's next frame read straight into the held chains, once
+ * they take the longest it may give: then no frame can be cut short, nor
+ * need chains that are not there yet.  The header is read into hdr, not
+ * the guest's buffer: the guest must see the one the copy would give it,
+ * and its own memory is no place to read that back from.
+ */
+static enum vnet_direct vnet_rx_direct(struct vnet *n, unsigned *filled)
+{
+	struct virtio_net_hdr_v1 hdr = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
+	size_t hl = n->nd->vnet_hdr_len, len, cap;
+	/* net.h: a byte to spare past the longest frame. */
+	enum vnet_fit r = vnet_rx_cover(n, VNET_HDR_LEN + n->nd->rx_max_len - hl + 1);
+	struct iovec *iov;
+	unsigned cnt;
+
+	if (r == FIT_BROKEN)
+		return DIRECT_BROKEN;
+	if (r != FIT)
+		return DIRECT_COPY;
+	iov = vnet_rx_view(n, &hdr, &cnt);
+	/* What the chains hold but the header, and the back end's header. */
+	cap = n->hiov_len - VNET_HDR_LEN + hl;
+	len = cnt <= IOV_MAX ? n->nd->ops->recv(n->nd, iov, cnt, cap) : SIZE_MAX;
+	vnet_rx_view_put(n);
+	if (len == SIZE_MAX)
+		return DIRECT_COPY;
+	if (!len)
+		return DIRECT_IDLE;
+	if (len >= cap || vnet_rx_too_long(n, len)) {
+		/* Nothing was used: the chains stay held for the next frame. */
+		n->stats.rx_dropped++;
+		return DIRECT_DONE;
+	}
+	vnet_rx_complete(n, vnet_rx_hiov_take(n, VNET_HDR_LEN + len - hl), len, &hdr, filled);
+	n->stats.rx_frames++;
+	return DIRECT_DONE;
+}
+
 /*
  * Gives the guest what the back end has, while its buffers last: one
  * flush and at most one interrupt for the round.
@@ -317,6 +516,17 @@ static void vnet_rx_locked(struct vnet *n)
 
 	vnet_rx_watch(n, true);
 	while (n->rx_serving && !vdev->broken && frames < VNET_BUDGET && n->nd) {
+		enum vnet_direct d = n->nd->ops->recv ? vnet_rx_direct(n, &filled) : DIRECT_COPY;
+
+		if (d == DIRECT_BROKEN)
+			break;
+		if (d != DIRECT_COPY) {
+			idle = d == DIRECT_IDLE;
+			if (idle)
+				break;
+			frames++;
+			continue;
+		}
 		size_t len = n->nd->ops->peek(n->nd);
 		unsigned k = 0;
 
@@ -478,6 +688,9 @@ static void vnet_free_held(struct vnet *n)
 		free(n->held[i]);
 	n->nheld = 0;
 	n->held_slots = 0;
+	n->hiov_n = 0;
+	n->hiov_chains = 0;
+	n->hiov_len = 0;
 }
 
 static bool has(uint64_t features, unsigned bit)
@@ -678,6 +891,7 @@ void vnet_free(struct vnet *n)
 	vnet_free_held(n);
 	free(n->held);
 	free(n->iov);
+	free(n->hiov);
 	if (n->vdev_ready) {
 		virtio_server_destroy(&n->tx);
 		virtio_device_destroy(&n->vdev);

@@ -13,7 +13,7 @@
  * slow or gone); frames cross between it and the NIC through queues it
  * owns (net/queue.c), so neither side ever runs inside the other's locks.
  *
- * Threads: the NIC calls send/peek/take from one thread of its own (its
+ * Threads: the NIC calls send/peek/take/recv from one thread of its own (its
  * event loop); the back end may fill its receive queue from any thread
  * and then makes rx_fd readable.
  */
@@ -49,6 +49,19 @@ struct netdev_ops {
 	 */
 	void (*take)(struct netdev *nd, const struct iovec *iov, unsigned n);
 	/*
+	 * Optional: the next frame for the guest read straight into iov (n
+	 * entries, at most IOV_MAX; cap bytes in all, more than rx_max_len),
+	 * no copy in between: its length, the header included, at most
+	 * rx_max_len; 0 when none waits, rx_fd then left unreadable as peek
+	 * leaves it.  A frame peek() already holds comes first (copied).
+	 * Only whole frames come back: one the back end refuses (one that
+	 * fills iov among them: a tap's read says no more than it copied,
+	 * so only a byte to spare tells a whole frame from a cut one) it
+	 * drops and counts in rx_dropped, and what it wrote of it into iov
+	 * is no frame.
+	 */
+	size_t (*recv)(struct netdev *nd, const struct iovec *iov, unsigned n, size_t cap);
+	/*
 	 * Back ends with vnet_hdr_len only: which offloads the guest takes
 	 * (NETDEV_OFFLOAD_*), so that the back end hands it only frames with
 	 * those (a TCP segment bigger than the MTU only to a guest that
@@ -83,6 +96,8 @@ struct netdev {
 	 * checksum and segmentation offloads (-netdev tap).
 	 */
 	unsigned vnet_hdr_len;
+	/* With recv: the longest frame it returns, the header included. */
+	size_t rx_max_len;
 	/*
 	 * Set by the back end (on the NIC's thread, in peek) when it will
 	 * never have a frame again (a tap whose interface was deleted), and

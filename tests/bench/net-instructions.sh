@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # net-instructions.sh BENCH [FRAMES [BATCH [TOP]]]: instructions per frame
-# of virtio-net-pci, guest to back end (tx) and back end to guest (rx), for
-# frames of 64, 1500 and 65520 bytes (the last with host_mtu=65520) on split
-# and packed rings.  BENCH is tests/bench/virtio-net-frames of a build
+# of virtio-net-pci, guest to back end (tx) and back end to guest (rx; and
+# rx-copy and rx-direct, from a socket as from a tap: read into a buffer and
+# copied, or read straight into the guest's buffers), for frames of 64,
+# 1500 and 65520 bytes (the last with host_mtu=65520) on split and packed
+# rings.  BENCH is tests/bench/virtio-net-frames of a build
 # directory (a release build: what brisk ships); each case moves FRAMES
 # frames (default 10240) in rounds of BATCH (default 1: a kick or an rx_fd
 # wakeup per frame; rx of 65520 bytes takes at most 16, said on stderr) after an uncounted warm-up, under callgrind collecting
@@ -28,7 +30,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "direction,frame_bytes,ring,instructions_per_frame"
-for dir in tx rx; do
+for dir in tx rx rx-copy rx-direct; do
 	for bytes in 64 1500 65520; do
 		for ring in split packed; do
 			out=$tmp/cg.$dir.$bytes.$ring
@@ -47,7 +49,7 @@ for dir in tx rx; do
 	done
 done
 [ "$top" -gt 0 ] || exit 0
-for dir in tx rx; do
+for dir in tx rx rx-copy rx-direct; do
 	for bytes in 64 1500 65520; do
 		for ring in split packed; do
 			echo

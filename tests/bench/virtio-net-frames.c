@@ -5,9 +5,15 @@
  * board (net-guest.h), a guest driver in this process, and a null back
  * end that swallows what the guest sends unread and has a frame for the
  * guest whenever asked (copying it into the guest's buffers, as every
- * back end's take() must).
+ * back end's take() must).  rx-copy and rx-direct have a tap's way
+ * instead: frames wait in a socket (a SOCK_SEQPACKET pair, which keeps
+ * each frame whole as a tap does), rx-copy reading each into a buffer of
+ * its own (peek) and copying it into the guest's (take), rx-direct
+ * reading it straight into the guest's buffers (recv, one readv()), as
+ * net/tap.c does.  The kernel's copy out of the socket is the same both
+ * ways and is not counted (callgrind counts the process's instructions).
  *
- *   virtio-net-frames tx|rx BYTES split|packed N [BATCH]
+ *   virtio-net-frames tx|rx|rx-copy|rx-direct BYTES split|packed N [BATCH]
  *
  * moves N frames of BYTES (Ethernet header on, virtio-net header off) in
  * rounds of BATCH (default 1; for rx at most what the ring's buffers
@@ -35,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "util/iov.h"
 
@@ -102,6 +110,77 @@ static const struct netdev_ops null_ops = {
 };
 
 static struct null_nd null_be;
+
+/* ---- a tap's way, on a socket ---- */
+
+struct sock_nd {
+	struct netdev nd;	/* rx_fd: the socket's reading end */
+	int wfd;		/* the writing end: frames for the guest */
+	uint64_t copies;	/* frames copied by take() */
+	uint64_t reads;		/* frames read straight into the guest's buffers by recv() */
+	size_t len;		/* the frame peek() read, 0: none */
+	uint8_t buf[MAX_FRAME + 1];	/* a byte to spare tells a cut frame */
+};
+
+static struct sock_nd sock_be;
+
+static size_t sock_peek(struct netdev *nd)
+{
+	struct sock_nd *b = container_of(nd, struct sock_nd, nd);
+
+	while (!b->len) {
+		ssize_t r = recv(nd->rx_fd, b->buf, sizeof(b->buf), MSG_DONTWAIT);
+
+		if (r <= 0)
+			break;
+		if ((size_t)r < sizeof(b->buf))
+			b->len = (size_t)r;
+	}
+	return b->len;
+}
+
+static void sock_take(struct netdev *nd, const struct iovec *iov, unsigned n)
+{
+	struct sock_nd *b = container_of(nd, struct sock_nd, nd);
+
+	if (iov) {
+		iov_copy(iov, n, 0, b->buf, b->len, false);
+		b->copies++;
+	}
+	b->len = 0;
+}
+
+static size_t sock_recv(struct netdev *nd, const struct iovec *iov, unsigned n, size_t cap)
+{
+	struct sock_nd *b = container_of(nd, struct sock_nd, nd);
+	size_t len = b->len;
+
+	if (len) {
+		sock_take(nd, iov, n);
+		return len;
+	}
+	for (;;) {
+		ssize_t r = readv(nd->rx_fd, iov, (int)n);
+
+		if (r <= 0)
+			return 0;
+		if ((size_t)r < cap) {
+			b->reads++;
+			return (size_t)r;
+		}
+	}
+}
+
+static const struct netdev_ops sock_copy_ops = {
+	.send = null_send, .peek = sock_peek, .take = sock_take, .free = null_free,
+};
+
+static const struct netdev_ops sock_direct_ops = {
+	.send = null_send, .peek = sock_peek, .take = sock_take, .recv = sock_recv,
+	.free = null_free,
+};
+
+static bool sock_mode;	/* rx-copy or rx-direct: frames come by sock_be */
 static uint64_t rx_addr[VIRTQUEUE_MAX_SIZE];	/* by buffer id: where it is */
 
 /*
@@ -155,8 +234,14 @@ static bool rx_round(struct net *g, size_t bytes, unsigned frames, bool counted)
 	uint32_t len;
 	int id;
 
-	null_be.rx_left = frames;
-	eventfd_write(null_be.nd.rx_fd, 1);
+	if (sock_mode) {
+		for (unsigned i = 0; i < frames; i++)
+			if (send(sock_be.wfd, null_be.frame, bytes, 0) != (ssize_t)bytes)
+				return false;
+	} else {
+		null_be.rx_left = frames;
+		eventfd_write(null_be.nd.rx_fd, 1);
+	}
 	if (!serve(g, counted))
 		return false;
 	while ((id = gq_get_used(q, &len)) >= 0) {
@@ -166,7 +251,8 @@ static bool rx_round(struct net *g, size_t bytes, unsigned frames, bool counted)
 			return false;
 	}
 	want_interrupt(q);
-	return null_be.rx_left == 0 && used == frames * per && got == frames * (HDR_LEN + bytes);
+	return null_be.rx_left == 0 && sock_peek(&sock_be.nd) == 0 && used == frames * per &&
+	       got == frames * (HDR_LEN + bytes);
 }
 
 static bool tx_round(struct net *g, size_t bytes, unsigned frames, unsigned *slot,
@@ -226,7 +312,7 @@ static void fill_frames(struct net *g, size_t bytes)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: virtio-net-frames tx|rx BYTES split|packed N [BATCH]\n");
+	fprintf(stderr, "usage: virtio-net-frames tx|rx|rx-copy|rx-direct BYTES split|packed N [BATCH]\n");
 	return 2;
 }
 
@@ -235,6 +321,8 @@ int main(int argc, char **argv)
 	struct vnet_cfg cfg = { .ring = { .event_idx = true, .indirect_desc = true },
 				.rx_queue_size = NUM, .tx_queue_size = NUM };
 	struct vnet_stats st;
+	struct netdev *nd = &null_be.nd;
+	int sv[2] = { -1, -1 };
 	struct net g;
 	bool tx, ok;
 	size_t bytes;
@@ -244,11 +332,12 @@ int main(int argc, char **argv)
 	if (argc < 5 || argc > 6)
 		return usage();
 	tx = !strcmp(argv[1], "tx");
+	sock_mode = !strcmp(argv[1], "rx-copy") || !strcmp(argv[1], "rx-direct");
 	bytes = strtoul(argv[2], NULL, 0);
 	cfg.ring.packed = !strcmp(argv[3], "packed");
 	n = strtoull(argv[4], NULL, 0);
 	batch = argc > 5 ? (unsigned)strtoul(argv[5], NULL, 0) : 1;
-	if ((!tx && strcmp(argv[1], "rx")) || (!cfg.ring.packed && strcmp(argv[3], "split")) ||
+	if ((!tx && !sock_mode && strcmp(argv[1], "rx")) || (!cfg.ring.packed && strcmp(argv[3], "split")) ||
 	    bytes < 14 || bytes > MAX_FRAME || !batch || batch > NUM)
 		return usage();
 	/* No more frames a round than the ring's buffers hold. */
@@ -261,7 +350,25 @@ int main(int argc, char **argv)
 	null_be.nd.id = "null";
 	null_be.nd.rx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	null_be.rx_len = bytes;
-	if (null_be.nd.rx_fd < 0 || !nic_new(&g, &cfg, &null_be.nd) ||
+	if (sock_mode) {
+		/* Room for a round of the largest frames, as a tap's queue has. */
+		int sndbuf = 64 << 20;
+
+		/* Non-blocking, as a tap's fd is: an empty socket reads EAGAIN. */
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0 ||
+		    (setsockopt(sv[1], SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) < 0 &&
+		     setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) < 0)) {
+			perror("virtio-net-frames: socketpair");
+			return 1;
+		}
+		sock_be.nd.ops = strcmp(argv[1], "rx-direct") ? &sock_copy_ops : &sock_direct_ops;
+		sock_be.nd.id = "sock";
+		sock_be.nd.rx_fd = sv[0];
+		sock_be.nd.rx_max_len = MAX_FRAME;
+		sock_be.wfd = sv[1];
+		nd = &sock_be.nd;
+	}
+	if (null_be.nd.rx_fd < 0 || !nic_new(&g, &cfg, nd) ||
 	    !nic_start(&g, NUM, ALL_FEATURES)) {
 		fprintf(stderr, "virtio-net-frames: the NIC did not come up\n");
 		return 1;
@@ -281,6 +388,20 @@ int main(int argc, char **argv)
 	     failed == 0;
 	nic_free(&g);
 	close(null_be.nd.rx_fd);
+	if (sock_mode) {
+		close(sv[0]);
+		close(sv[1]);
+		/*
+		 * rx-copy copies every frame; rx-direct reads them straight in
+		 * but for those that come when fewer buffers are left than
+		 * the longest frame takes (a round's last ones, at 65520 bytes).
+		 */
+		ok = ok && sock_be.copies + sock_be.reads == WARM + n &&
+		     (strcmp(argv[1], "rx-direct") ? !sock_be.reads : sock_be.reads > sock_be.copies);
+		if (sock_be.reads)
+			fprintf(stderr, "virtio-net-frames: %llu of %llu frames read straight in\n",
+				(unsigned long long)sock_be.reads, (unsigned long long)(WARM + n));
+	}
 	if (!ok) {
 		fprintf(stderr, "virtio-net-frames: frames lost or the device broke\n");
 		return 1;

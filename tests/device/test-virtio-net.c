@@ -12,6 +12,7 @@
  * depends on how long anything takes.
  */
 #include <errno.h>
+#include <limits.h>
 #include <linux/virtio_net.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +28,7 @@
 #include "hw/virtio/virtio-plug.h"
 #include "net/net.h"
 #include "util/iothread.h"
+#include "util/iov.h"
 
 #include "capture.h"
 #include "check.h"
@@ -63,10 +65,14 @@ struct fake_nd {
 	bool refuse;		/* send() says its queue is full */
 	unsigned offloads;	/* what set_offload() was last told */
 	unsigned offload_calls;
+	unsigned takes;		/* frames copied into the guest's buffers by take() */
+	unsigned recvs;		/* frames read straight into them by recv() */
 };
 
 /* The header every frame carries (the tap back end's way), for fakes made while it is set. */
 static unsigned fake_hdr_len;
+/* Fakes made while it is set have recv(), as a tap has. */
+static bool fake_direct;
 
 static bool fake_send(struct netdev *nd, const struct iovec *iov, unsigned n, size_t len)
 {
@@ -120,9 +126,39 @@ static void fake_take(struct netdev *nd, const struct iovec *iov, unsigned n)
 	}
 	/* net.h: iov holds at least the frame. */
 	CHECK(!iov || off == len);
+	f->takes += iov != NULL;
 	free(p);
 	f->rx_head = (f->rx_head + 1) % FAKE_MAX;
 	f->rx_n--;
+}
+
+/*
+ * As a tap's: what fits of a frame lands in iov, and a frame that fills
+ * it (cut short, or not: a tap's read cannot tell) is dropped.
+ */
+static size_t fake_recv(struct netdev *nd, const struct iovec *iov, unsigned n, size_t cap)
+{
+	struct fake_nd *f = container_of(nd, struct fake_nd, nd);
+	eventfd_t cnt;
+
+	/* net.h: only with room for the longest frame, in what one readv() takes. */
+	CHECK(cap > nd->rx_max_len && cap == iov_size(iov, n) && n <= IOV_MAX);
+	while (f->rx_n) {
+		size_t len = f->rx_len[f->rx_head];
+
+		iov_copy(iov, n, 0, f->rx[f->rx_head], len < cap ? len : cap, false);
+		free(f->rx[f->rx_head]);
+		f->rx_head = (f->rx_head + 1) % FAKE_MAX;
+		f->rx_n--;
+		if (len < cap) {
+			f->recvs++;
+			return len;
+		}
+		__atomic_fetch_add(&nd->rx_dropped, 1, __ATOMIC_RELAXED);
+	}
+	if (!nd->rx_gone)
+		(void)eventfd_read(nd->rx_fd, &cnt);
+	return 0;
 }
 
 static void fake_set_offload(struct netdev *nd, unsigned offloads)
@@ -146,12 +182,19 @@ static const struct netdev_ops fake_ops = {
 	.set_offload = fake_set_offload, .free = fake_free,
 };
 
+static const struct netdev_ops fake_direct_ops = {
+	.send = fake_send, .peek = fake_peek, .take = fake_take, .recv = fake_recv,
+	.set_offload = fake_set_offload, .free = fake_free,
+};
+
 static void fake_init(struct fake_nd *f)
 {
 	memset(f, 0, sizeof(*f));
-	f->nd.ops = &fake_ops;
+	f->nd.ops = fake_direct ? &fake_direct_ops : &fake_ops;
 	f->nd.id = "fake";
 	f->nd.vnet_hdr_len = fake_hdr_len;
+	/* A tap's longest: the header, an Ethernet header, the largest IP packet. */
+	f->nd.rx_max_len = fake_hdr_len + ETH_HDR + 65535;
 	f->nd.rx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	CHECK(f->nd.rx_fd >= 0);
 }
@@ -566,6 +609,8 @@ static void test_rx_one(bool packed)
 	CHECK_EQ(p[HDR_LEN + 1000], JUNK);		/* nothing beyond */
 	CHECK(irq_take(&g.d, VEC_RX, 0) > 0);
 	CHECK_EQ(fake(&g)->rx_n, 0);
+	/* A chain shorter than the longest frame: copied, never read straight in. */
+	CHECK_EQ(fake(&g)->takes, 1);
 	CHECK_EQ(stats(&g).rx_frames, 1);
 	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
 	net_free(&g);
@@ -1194,7 +1239,262 @@ static void test_rx_pause(void)
 	net_free(&g);
 }
 
-/* ---- 8: the command line ---- */
+/* ---- 8: frames read straight into the guest's buffers, by a back end with recv ---- */
+
+/*
+ * The longest frame a tap gives, as the guest receives it: the header,
+ * an Ethernet header and the largest IP packet (VIRTIO 1.2, 5.1.6).
+ */
+#define LONGEST (HDR_LEN + ETH_HDR + 65535)
+#define RX_BUF 4096		/* Linux's page-sized mergeable buffers */
+/* Without MRG_RXBUF a chain for the longest frame, as Linux's "big packets" are. */
+#define BIG_CHAIN (RX_BUF * 17)
+#define BIG_CHAINS 4		/* posted at most at once; their room in RAM */
+#define POSTED_MAX 64
+
+/* The driver's rx chains, in the order it made them available. */
+struct posted {
+	int id[POSTED_MAX];
+	uint64_t at[POSTED_MAX];	/* each one's bytes, contiguous in RAM */
+	unsigned head, n, next;		/* the oldest not yet used; how many; the next buffer */
+	bool big;			/* BIG_CHAIN chains, else RX_BUF ones */
+	bool dirty;			/* a dropped frame was read in: no junk to check after a frame */
+};
+
+static void post(struct net *g, struct posted *p)
+{
+	uint32_t size = p->big ? BIG_CHAIN : RX_BUF;
+	uint64_t at = data_gpa(0) + (uint64_t)(p->next++ % (p->big ? BIG_CHAINS : 2 * POSTED_MAX)) * size;
+	/* A big chain as Linux's: the header in a descriptor of its own. */
+	struct drv_seg s[2] = { { at, p->big ? HDR_LEN : RX_BUF, true },
+				{ at + HDR_LEN, BIG_CHAIN - HDR_LEN, true } };
+	unsigned i = (p->head + p->n++) % POSTED_MAX;
+
+	CHECK(p->n <= (p->big ? BIG_CHAINS : POSTED_MAX));
+	memset(gpa(g->t, at), JUNK, size);
+	p->at[i] = at;
+	p->id[i] = gq_add(&g->q[RXQ], s, p->big ? 2 : 1, false, 0);
+	CHECK(p->id[i] >= 0);
+}
+
+/*
+ * The next frame the guest gets, of len bytes behind the header h (NULL:
+ * a back end without one): in the oldest chains, in order, each full but
+ * the last and nothing written beyond; num_buffers of them; h's flags
+ * only with GUEST_CSUM (5.1.6.4.1), its other fields as they were.
+ */
+static void check_frame(struct net *g, struct posted *p, size_t len, unsigned seed,
+			const uint8_t *h, bool csum)
+{
+	uint32_t size = p->big ? BIG_CHAIN : RX_BUF, got = 0;
+	size_t want = HDR_LEN + len, off = 0;
+	unsigned k = p->big ? 1 : (unsigned)((want + size - 1) / size);
+	uint8_t *buf = malloc(want);
+	uint64_t last = 0;
+
+	CHECK(buf != NULL);
+	for (unsigned i = 0; i < k && p->n; i++) {
+		int id = gq_get_used(&g->q[RXQ], &got);
+
+		CHECK_EQ(id, p->id[p->head]);
+		CHECK_EQ(got, i + 1 < k ? size : want - off);
+		if (id != p->id[p->head] || got > want - off)
+			break;
+		last = p->at[p->head];
+		memcpy(buf + off, gpa(g->t, last), got);
+		off += got;
+		p->head = (p->head + 1) % POSTED_MAX;
+		p->n--;
+	}
+	CHECK_EQ(off, want);
+	if (off == want) {
+		CHECK_EQ(buf[0], h && csum ? h[0] : 0);
+		CHECK_EQ(buf[1], h ? h[1] : VIRTIO_NET_HDR_GSO_NONE);
+		CHECK(!h || !memcmp(buf + 2, h + 2, 8));
+		CHECK_EQ(get_le16(buf + 10), k);
+		CHECK(frame_is(buf + HDR_LEN, len, seed));
+		CHECK(p->dirty || got == size || ((uint8_t *)gpa(g->t, last))[got] == JUNK);
+	}
+	free(buf);
+}
+
+static void queue_frame(struct net *g, const uint8_t *h, size_t len, unsigned seed)
+{
+	if (h)
+		fake_queue_hdr(fake(g), h, len, seed);
+	else
+		fake_queue(fake(g), len, seed);
+}
+
+enum direct_hdr { HDR_NONE, HDR_CSUM, HDR_NO_CSUM };
+
+/*
+ * While the posted chains take the longest frame a back end with recv
+ * gives, every frame is read straight into them, whatever its length,
+ * and reaches the guest as the copy would bring it; the chains a frame
+ * does not fill go to the frames after it, in the order they were
+ * posted.  Once the driver stops posting, frames go by take() as soon as
+ * the chains left cannot take the longest frame, and none is cut short;
+ * once it posts enough again, they are read straight in again, into the
+ * chains then held.
+ */
+static void test_rx_direct(bool packed, bool mrg, bool event_idx, enum direct_hdr hdr)
+{
+	static const size_t sizes[] = {
+		60, ETH_HDR, 1000, RX_BUF - HDR_LEN, RX_BUF - HDR_LEN + 1, 1514, 9000, 32768,
+		65535 + ETH_HDR, 100, 2 * RX_BUF - HDR_LEN, 65535 + ETH_HDR, 61,
+	};
+	static const uint8_t h0[HDR_LEN] = {
+		VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_GSO_NONE, 54, 0, 0, 0, 34, 0, 16, 0,
+		0x77, 0x77,	/* num_buffers: whatever the back end left there */
+	};
+	const uint8_t *h = hdr == HDR_NONE ? NULL : h0;
+	struct vnet_cfg cfg = cfg_default(packed);
+	uint64_t want = ALL_FEATURES;
+	/*
+	 * Enough for the longest frame and a byte to spare (net.h): 17 pages
+	 * with MRG_RXBUF, one big chain without.
+	 */
+	unsigned chains = mrg ? 40 : 2, cover = mrg ? (LONGEST + 1 + RX_BUF - 1) / RX_BUF : 1;
+	unsigned n = sizeof(sizes) / sizeof(sizes[0]);
+	struct posted p = { .big = !mrg };
+	struct net g;
+	bool ok;
+
+	if (!mrg)
+		want &= ~BIT(VIRTIO_NET_F_MRG_RXBUF);
+	if (!event_idx)
+		want &= ~BIT(VIRTIO_RING_F_EVENT_IDX);
+	if (hdr == HDR_NO_CSUM)
+		want &= ~OFFLOAD_BITS;
+	fake_direct = true;
+	fake_hdr_len = h ? HDR_LEN : 0;
+	ok = net_up(&g, &cfg, POSTED_MAX, want);
+	fake_direct = false;
+	fake_hdr_len = 0;
+	if (!ok)
+		return;
+	for (unsigned i = 0; i < chains; i++)
+		post(&g, &p);
+	gq_kick(&g.q[RXQ]);
+	nic_turn(&g);
+	for (unsigned i = 0; i < n; i++) {
+		queue_frame(&g, h, sizes[i], i);
+		nic_turn(&g);
+		check_frame(&g, &p, sizes[i], i, h, hdr == HDR_CSUM);
+		while (p.n < chains)
+			post(&g, &p);
+		gq_kick(&g.q[RXQ]);
+		nic_turn(&g);
+	}
+	CHECK_EQ(fake(&g)->recvs, n);
+	CHECK_EQ(fake(&g)->takes, 0);
+	for (unsigned i = 0; i < chains; i++) {
+		unsigned recvs = fake(&g)->recvs, takes = fake(&g)->takes;
+
+		queue_frame(&g, h, 1000, 100 + i);
+		nic_turn(&g);
+		check_frame(&g, &p, 1000, 100 + i, h, hdr == HDR_CSUM);
+		CHECK_EQ(fake(&g)->recvs - recvs, chains - i >= cover);
+		CHECK_EQ(fake(&g)->takes - takes, chains - i < cover);
+	}
+	/* No chain left: the next frame waits in the back end for the driver's. */
+	queue_frame(&g, h, 1000, 200);
+	nic_turn(&g);
+	CHECK(gq_get_used(&g.q[RXQ], &(uint32_t){ 0 }) < 0);
+	CHECK_EQ(fake(&g)->rx_n, 1);
+	post(&g, &p);
+	gq_kick(&g.q[RXQ]);
+	nic_turn(&g);
+	check_frame(&g, &p, 1000, 200, h, hdr == HDR_CSUM);
+	while (p.n < chains)
+		post(&g, &p);
+	gq_kick(&g.q[RXQ]);
+	nic_turn(&g);
+	unsigned recvs = fake(&g)->recvs;
+
+	queue_frame(&g, h, 1000, 201);
+	nic_turn(&g);
+	check_frame(&g, &p, 1000, 201, h, hdr == HDR_CSUM);
+	CHECK_EQ(fake(&g)->recvs - recvs, 1);
+	CHECK_EQ(stats(&g).rx_frames, n + chains + 2);
+	CHECK_EQ(stats(&g).rx_dropped, 0);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/*
+ * A chain that holds the header and the longest frame, and not a byte
+ * more: a read into it could not tell the longest frame from a longer one
+ * cut to fit (net.h), so the frame is copied, and arrives whole.
+ */
+static void test_rx_direct_exact(bool packed)
+{
+	struct vnet_cfg cfg = cfg_default(packed);
+	struct drv_seg s[2] = { { data_gpa(0), HDR_LEN, true },
+				{ data_gpa(0) + HDR_LEN, LONGEST - HDR_LEN, true } };
+	struct net g;
+	uint32_t len = 0;
+	bool ok;
+	int id;
+
+	fake_direct = true;
+	ok = net_up(&g, &cfg, NUM, ALL_FEATURES & ~BIT(VIRTIO_NET_F_MRG_RXBUF));
+	fake_direct = false;
+	if (!ok)
+		return;
+	memset(slot_data(g.t, 0), JUNK, LONGEST);
+	id = gq_add(&g.q[RXQ], s, 2, false, 0);
+	gq_kick(&g.q[RXQ]);
+	nic_turn(&g);
+	fake_queue(fake(&g), 65535 + ETH_HDR, 3);
+	nic_turn(&g);
+	CHECK(id >= 0 && gq_get_used(&g.q[RXQ], &len) == id);
+	CHECK_EQ(len, LONGEST);
+	check_rx_hdr(slot_data(g.t, 0), 1);
+	CHECK(frame_is(slot_data(g.t, 0) + HDR_LEN, 65535 + ETH_HDR, 3));
+	CHECK_EQ(fake(&g)->recvs, 0);
+	CHECK_EQ(fake(&g)->takes, 1);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/*
+ * A frame read straight in that the guest cannot take (over the MTU it
+ * was offered, no TSO) is dropped and counted; the chains it was read
+ * into were not used, and the next frame goes into the first of them.
+ */
+static void test_rx_direct_too_long(bool packed)
+{
+	struct vnet_cfg cfg = cfg_default(packed);
+	struct posted p = { 0 };
+	struct net g;
+	bool ok;
+
+	cfg.host_mtu = 1500;
+	fake_direct = true;
+	ok = net_up(&g, &cfg, POSTED_MAX, ALL_FEATURES);
+	fake_direct = false;
+	if (!ok)
+		return;
+	for (unsigned i = 0; i < 20; i++)
+		post(&g, &p);
+	gq_kick(&g.q[RXQ]);
+	nic_turn(&g);
+	fake_queue(fake(&g), 1500 + ETH_HDR + 1, 1);
+	fake_queue(fake(&g), 1500 + ETH_HDR, 2);
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->recvs, 2);
+	CHECK_EQ(stats(&g).rx_dropped, 1);
+	p.dirty = true;
+	check_frame(&g, &p, 1500 + ETH_HDR, 2, NULL, false);
+	CHECK(gq_get_used(&g.q[RXQ], &(uint32_t){ 0 }) < 0);
+	CHECK_EQ(stats(&g).rx_frames, 1);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/* ---- 9: the command line ---- */
 
 static const struct device_family *family(void)
 {
@@ -1414,6 +1714,30 @@ int main(void)
 	RUN(test_offload_rx(true));
 	RUN(test_offload_rx(false));
 	RUN(test_rx_pause());
+	for (unsigned i = 0; i < 16; i++)
+		RUN(test_rx_direct(i & 1, i & 2, i & 4, i & 8 ? HDR_CSUM : HDR_NONE));
+	RUN(test_rx_direct(false, true, true, HDR_NO_CSUM));
+	RUN(test_rx_direct(true, false, true, HDR_NO_CSUM));
+	RUN(test_rx_direct_exact(false));
+	RUN(test_rx_direct_exact(true));
+	RUN(test_rx_direct_too_long(false));
+	RUN(test_rx_direct_too_long(true));
+	/* The tests of short buffers again, on a back end with recv: the copy serves them. */
+	fake_direct = true;
+	RUN(test_rx_one(false));
+	RUN(test_rx_one(true));
+	RUN(test_rx_mrg(false));
+	RUN(test_rx_mrg(true));
+	RUN(test_rx_wait(false));
+	RUN(test_rx_never(true));
+	RUN(test_rx_small_chain());
+	RUN(test_rx_reset_held());
+	RUN(test_rx_late_buffers());
+	RUN(test_hostile(RX_READABLE));
+	RUN(test_hostile(RX_TINY_MRG));
+	RUN(test_rx_flood(false));
+	RUN(test_rx_pause());
+	fake_direct = false;
 	RUN(test_cmdline());
 	RUN(test_netdev_refused());
 	RUN(test_netdev_user());

@@ -6,7 +6,8 @@
  * driver (virtio-pci handshake, rings in guest RAM, split or packed, the
  * features the input picks, MRG_RXBUF and EVENT_IDX among them) and the
  * back end (a struct netdev that queues frames of the input's lengths, up
- * to 70000 bytes, and takes what the guest sends).
+ * to 70000 bytes, and takes what the guest sends; with recv, as a tap,
+ * when the input says so).
  *
  * The driver posts chains the input describes.  Strict chains are laid
  * out by the harness (descriptors from a free list, buffers in the data
@@ -21,7 +22,9 @@
  * receive descriptor, which may point the device's writes at transmit
  * buffers), the harness models what the device must do (VIRTIO 1.2,
  * 5.1.6; hw/virtio/virtio-net.c's comments) and aborts when it does not:
- *   - a frame the back end gives up (take) is delivered whole: its chains
+ *   - a frame the back end gives up (take, or recv straight into the
+ *     buffers, whose vector must be the next chains posted, past the
+ *     header, taking more than the longest frame) is delivered whole: its chains
  *     are the next ones posted, every one but the last used in full, the
  *     used lengths adding up to 12 + its length, one chain without
  *     MRG_RXBUF; the header says num_buffers and no offload, the frame's
@@ -50,7 +53,8 @@
  * Input layout:
  *   u8  the device: bit 0 packed=on, bit 1 event_idx=on, bit 2
  *       indirect_desc=on, bit 3 host_mtu=1500, bit 4 no back end (nd
- *       NULL), bit 5 rx_queue_size=1024, bit 6 tx_queue_size=512
+ *       NULL), bit 5 rx_queue_size=1024, bit 6 tx_queue_size=512, bit 7
+ *       the back end has recv
  *   u8  the driver's features (of those offered): bit 0 RING_PACKED, 1
  *       EVENT_IDX, 2 INDIRECT_DESC, 3 MRG_RXBUF, 4 MAC, STATUS and MTU,
  *       bit 5 no VERSION_1 (the device refuses FEATURES_OK), bit 6 leave
@@ -87,6 +91,7 @@
  *   The input ends with a turn and the checks.
  */
 #include <endian.h>
+#include <limits.h>
 #include <linux/virtio_net.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -189,6 +194,7 @@ struct fake {
 	unsigned head, n, next_seed;
 	bool refuse;
 	uint64_t takes, drops, sends_ok, sends_refused;
+	uint64_t recvs;		/* of takes and drops, those recv() gave */
 };
 
 struct fz {
@@ -355,7 +361,7 @@ static size_t fake_peek(struct netdev *nd)
 }
 
 /* What the model says the next frame of len bytes must come to. */
-static void model_take(struct fake *f, bool drop, uint32_t len, size_t room)
+static void model_take(struct fake *f, bool drop, uint32_t len, size_t room, bool direct)
 {
 	struct queue *q = &z.q[RXQ];
 	uint64_t need = HDR + (uint64_t)len, have = 0, slots = 0;
@@ -379,7 +385,8 @@ static void model_take(struct fake *f, bool drop, uint32_t len, size_t room)
 			return;
 		}
 		REQUIRE(c->writable >= need, "a frame given to a buffer too short for it");
-		REQUIRE(room == c->writable - HDR, "take()'s vector is not the chain's buffers past the header");
+		REQUIRE(direct || room == c->writable - HDR,
+			"take()'s vector is not the chain's buffers past the header");
 		k = 1;
 	} else {
 		for (k = 0; k < left && have < need; k++) {
@@ -395,7 +402,8 @@ static void model_take(struct fake *f, bool drop, uint32_t len, size_t room)
 			return;
 		}
 		REQUIRE(have >= need, "a frame given to buffers too short for it");
-		REQUIRE(room == have - HDR, "take()'s vector is not the chains' buffers past the header");
+		REQUIRE(direct || room == have - HDR,
+			"take()'s vector is not the chains' buffers past the header");
 	}
 	have = 0;
 	for (unsigned i = 0; i < k; i++) {
@@ -425,7 +433,7 @@ static void fake_take(struct netdev *nd, const struct iovec *iov, unsigned n)
 		room += iov[i].iov_len;
 	/* net.h: iov holds at least peek()'s length. */
 	REQUIRE(!iov || room >= len, "take() into buffers shorter than the frame");
-	model_take(f, !iov, (uint32_t)len, room);
+	model_take(f, !iov, (uint32_t)len, room, false);
 	for (unsigned i = 0; iov && i < n && off < len; i++) {
 		uint8_t *p = iov[i].iov_base;
 
@@ -440,6 +448,65 @@ static void fake_take(struct netdev *nd, const struct iovec *iov, unsigned n)
 	f->n--;
 }
 
+/* recv()'s vector: the next chains posted (one without MRG_RXBUF), past the header. */
+static void model_recv(struct fake *f, uint32_t len, size_t room)
+{
+	struct queue *q = &z.q[RXQ];
+	unsigned left = q->fifo_n - q->n_consumed, m;
+	uint64_t have = 0;
+
+	if (!q->checkable)
+		return;
+	for (m = 0; m < left && have < room + HDR; m++) {
+		const struct chain *c = &q->c[q->fifo[(q->fifo_head + q->n_consumed + m) % MAX_NUM]];
+
+		REQUIRE(!c->poison, "a frame read into a chain the device must refuse");
+		have += c->writable;
+	}
+	REQUIRE(have == room + HDR && (z.mrg || m == 1),
+		"recv()'s vector is not the next chains' buffers past the header");
+	/* Over the MTU: the device drops it, its chains unused. */
+	if (!z.rx_max || len <= z.rx_max)
+		model_take(f, false, len, room, true);
+}
+
+/*
+ * As a tap's: the next frame straight into iov.  No frame fills it (the
+ * NIC leaves a byte past the longest), so none is cut.
+ */
+static size_t fake_recv(struct netdev *nd, const struct iovec *iov, unsigned n, size_t cap)
+{
+	struct fake *f = container_of(nd, struct fake, nd);
+	size_t room = 0, off = 0, len;
+	eventfd_t cnt;
+
+	REQUIRE(!z.quiet && !z.broken_seen, "recv() while the device must be still");
+	for (unsigned i = 0; i < n; i++)
+		room += iov[i].iov_len;
+	REQUIRE(room == cap && cap > nd->rx_max_len && n <= IOV_MAX,
+		"recv() into a vector that cannot take the longest frame and a byte");
+	if (!f->n) {
+		(void)eventfd_read(nd->rx_fd, &cnt);
+		return 0;
+	}
+	len = f->len[f->head];
+	model_recv(f, (uint32_t)len, room);
+	for (unsigned i = 0; i < n && off < len; i++) {
+		uint8_t *p = iov[i].iov_base;
+
+		for (size_t j = 0; j < iov[i].iov_len && off < len; j++, off++)
+			p[j] = pattern(f->seed[f->head], off);
+	}
+	if (z.rx_max && len > z.rx_max)
+		f->drops++;
+	else
+		f->takes++;
+	f->recvs++;
+	f->head = (f->head + 1) % FAKE_MAX;
+	f->n--;
+	return len;
+}
+
 static void fake_free(struct netdev *nd)
 {
 	(void)nd;
@@ -448,6 +515,11 @@ static void fake_free(struct netdev *nd)
 
 static const struct netdev_ops fake_ops = {
 	.send = fake_send, .peek = fake_peek, .take = fake_take, .free = fake_free,
+};
+
+static const struct netdev_ops fake_recv_ops = {
+	.send = fake_send, .peek = fake_peek, .take = fake_take, .recv = fake_recv,
+	.free = fake_free,
 };
 
 static void fake_queue(uint32_t len)
@@ -1131,7 +1203,8 @@ static void board_up(uint8_t dev)
 	board_ram_mem(&z.b, &z.ram.mem);
 	board_pci(&z.b, BOARD_PCI_BASE, BOARD_PCI_SIZE);
 	z.b.m.loop = iothread_new("main");
-	z.f.nd.ops = &fake_ops;
+	z.f.nd.ops = dev & 128 ? &fake_recv_ops : &fake_ops;
+	z.f.nd.rx_max_len = FRAME_MAX;
 	z.f.nd.id = "fuzz";
 	z.f.nd.rx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	z.no_nd = dev & 16;

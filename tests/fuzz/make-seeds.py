@@ -433,6 +433,18 @@ def net_seeds():
           wild(0, 1, 0, 0xff00000000000000, 100, 0, 2) + frame(100) + turn +
           bytes([RESET, 1 | 4, 3, 3]) + wild(1, 1, 0, 0x4000, 48, 0, 4) +
           wild(1, 3, 0, 0x4000, 16, 0, 4) + bytes([KICK, 1]) + turn)
+    # A back end with recv (a tap's): frames read straight into buffers
+    # that take the longest, then fewer left (copied), a big chain without
+    # MRG_RXBUF, frames over the MTU dropped after the read.
+    write('fuzz-virtio-net', 'direct-split', hdr(128 | 2 | 4, all_feats, 7, 5) + traffic +
+          fill(64, 1526) + frame(70000) + frame(14) + frame(65549) + turn)
+    write('fuzz-virtio-net', 'direct-packed', hdr(128 | 1 | 2 | 4, all_feats | 1, 64, 24) +
+          fill(64, 1526) + frame(1000) + frame(70000) + turn + frame(60) + turn)
+    write('fuzz-virtio-net', 'direct-one', hdr(128 | 2, 2 | 16, 4, 4) +
+          rx([(12, False), (65536, False), (5000, False)]) + frame(70000) +
+          rx([(2048, False)]) + frame(1000) + turn)
+    write('fuzz-virtio-net', 'direct-mtu', hdr(128 | 8 | 2, all_feats, 7, 3) +
+          fill(64, 1526) + frame(1515) + frame(1514) + frame(9000) + frame(60) + turn)
     # Notification suppression, config space, stray wakeups.
     write('fuzz-virtio-net', 'misc', hdr(2, 2 | 8 | 16, 3, 3) +
           struct.pack('<BBHH', SUPPRESS, 0, 1, 0) + struct.pack('<BBHH', SUPPRESS, 1, 0, 5) +
