@@ -252,21 +252,35 @@ static void tap_gone(struct tap *t, int err)
 	t->nd.rx_gone = true;
 }
 
+/*
+ * One frame into iov: its length, or -1 when none waits (EAGAIN) or the
+ * interface is gone (said once, and no longer read).
+ */
+static ssize_t tap_readv(struct tap *t, const struct iovec *iov, unsigned n)
+{
+	for (;;) {
+		ssize_t r = readv(t->nd.rx_fd, iov, (int)n);
+
+		if (r >= 0)
+			return r;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			tap_gone(t, errno);
+		return -1;
+	}
+}
+
 static size_t tap_peek(struct netdev *nd)
 {
 	struct tap *t = container_of(nd, struct tap, nd);
+	const struct iovec v = { t->buf, sizeof(t->buf) };
 
 	while (!t->len && !nd->rx_gone) {
-		ssize_t r = read(nd->rx_fd, t->buf, sizeof(t->buf));
+		ssize_t r = tap_readv(t, &v, 1);
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && errno == EAGAIN)
+		if (r < 0)
 			break;
-		if (r < 0) {
-			tap_gone(t, errno);
-			break;
-		}
 		if (tap_frame_len_ok(t, (size_t)r))
 			t->len = (size_t)r;
 		else
@@ -305,16 +319,10 @@ static size_t tap_recv(struct netdev *nd, const struct iovec *iov, unsigned n, s
 		return len;
 	}
 	while (!nd->rx_gone) {
-		ssize_t r = readv(nd->rx_fd, iov, (int)n);
+		ssize_t r = tap_readv(t, iov, n);
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 && errno == EAGAIN)
+		if (r < 0)
 			break;
-		if (r < 0) {
-			tap_gone(t, errno);
-			break;
-		}
 		if ((size_t)r < cap && tap_frame_len_ok(t, (size_t)r))
 			return (size_t)r;
 		__atomic_fetch_add(&nd->rx_dropped, 1, __ATOMIC_RELAXED);
