@@ -353,7 +353,16 @@ static void vblk_backend_run(struct virtio_server *sv)
 	blk_queue_poll_run(container_of(sv, struct vblk_queue, sv)->bq);
 }
 
+/*
+ * A round of 32 at most: at a depth of 64 the driver has the first half's
+ * answers, and refills, while the second half is read (a whole ring per
+ * round left the I/O thread idle while the driver refilled, 1.3x fewer
+ * page-cache reads a second at depth 64).
+ */
+#define VBLK_ROUND_MAX 32
+
 static const struct virtio_server_ops vblk_server_ops = {
+	.round_max = VBLK_ROUND_MAX,
 	.parse = vblk_parse,
 	.submit = vblk_submit,
 	.complete = vblk_write_status,

@@ -240,21 +240,74 @@ static inline void virtio_server_batch_done(struct virtio_server *sv,
 		virtio_server_publish(sv, ops);
 }
 
+/* Appends r to a list kept as its first and last: no address escapes. */
+static inline void vs_req_append(struct vs_req **first, struct vs_req **last, struct vs_req *r)
+{
+	if (*last)
+		(*last)->next = r;
+	else
+		*first = r;
+	*last = r;
+}
+
 /*
- * One round: pop up to a ring's worth of requests under the lock, then
- * hand them to the back end with one submit.  A reset may come in
- * between: the round is counted in in_backend, so the reset completes
- * only once it is back, and its completions are not published (their
- * generation is gone).  True when the ring may hold more work.
+ * Parses a popped request onto the round's list for now (answered at
+ * once) or for the back end: 0 or 1, or -1 if it is bad (the device is
+ * then broken).  The lists and counts stay the round's locals: parse's
+ * stores through guest pointers would make the compiler reload anything
+ * whose address was stored.
+ */
+static inline int virtio_server_take(struct virtio_server *sv,
+				     const struct virtio_server_ops *ops, struct vs_req *r,
+				     uint32_t gen, struct vs_req **now, struct vs_req **now_last,
+				     struct vs_req **batch, struct vs_req **batch_last)
+{
+	const char *why = NULL;
+	int ret;
+
+	/* Zeroed by the pop beyond the element. */
+	r->gen = gen;
+	r->used_len = 1;
+	r->next = NULL;
+	ret = ops->parse(sv, r, &why);
+	if (ret < 0) {
+		/* Never counted as outstanding: nothing waits for it. */
+		vq_elem_put(&sv->cache, &r->elem);
+		virtio_error(sv->vdev, "%s: queue %u: %s", sv->what, sv->idx, why);
+		return -1;
+	}
+	/* Answered at once: in the used ring in the order taken. */
+	if (ret == 0)
+		vs_req_append(now, now_last, r);
+	else
+		vs_req_append(batch, batch_last, r);
+	return ret > 0;
+}
+
+/*
+ * One round: pop up to round_max requests under the lock, then hand them
+ * to the back end with one submit.  A reset may come in between: the
+ * round is counted in in_backend, so the reset completes only once it is
+ * back, and its completions are not published (their generation is
+ * gone).  True when the ring may hold more work.
+ *
+ * The round is popped first and parsed after: the driver wrote each
+ * request's header on its own CPU, and reading it is a cache miss (a
+ * tenth of a page-cache read's CPU); prefetched as each chain is popped,
+ * the misses overlap instead of following one another.  A device that
+ * admits requests one by one (what it admits depends on what parse
+ * took) has each parsed as it is popped.
  */
 static inline bool virtio_server_round(struct virtio_server *sv,
 				       const struct virtio_server_ops *ops)
 {
 	struct virtio_device *vdev = sv->vdev;
 	struct virtqueue *vq = &vdev->queues[sv->idx].vq;
-	struct vs_req *now = NULL, **now_tail = &now, *batch = NULL, **tail = &batch;
+	struct vs_req *popped = NULL, **popped_tail = &popped;
+	struct vs_req *now = NULL, *now_last = NULL, *batch = NULL, *batch_last = NULL;
 	unsigned n, max, added = 0, answered = 0;
 	uint32_t gen;
+	int ret = 0;
 	bool more = false, held = false;
 
 	pthread_mutex_lock(&vdev->lock);
@@ -268,8 +321,6 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 	virtqueue_set_notification(vq, false);
 	for (n = 0; n < max; n++) {
 		struct vq_elem *e;
-		const char *why = NULL;
-		int ret;
 
 		if (ops->admit && virtqueue_has_work(vq) && !ops->admit(sv)) {
 			held = true;
@@ -283,28 +334,33 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 				     vq->error ? vq->error : "malformed ring");
 			break;
 		}
-		struct vs_req *r = (struct vs_req *)e;
-
-		/* Zeroed by the pop beyond the element. */
-		r->gen = gen;
-		r->used_len = 1;
-		ret = ops->parse(sv, r, &why);
-		if (ret < 0) {
-			/* Never counted as outstanding: nothing waits for it. */
-			vq_elem_put(&sv->cache, &r->elem);
-			virtio_error(vdev, "%s: queue %u: %s", sv->what, sv->idx, why);
-			break;
-		}
-		if (ret == 0) {
-			/* In the used ring in the order taken, as a driver may expect. */
-			*now_tail = r;
-			now_tail = &r->next;
-			answered++;
+		if (ops->admit) {
+			ret = virtio_server_take(sv, ops, (struct vs_req *)e, gen,
+						 &now, &now_last, &batch, &batch_last);
+			if (ret < 0)
+				break;
+			added += ret;
+			answered += !ret;
 			continue;
 		}
-		*tail = r;
-		tail = &r->next;
-		added++;
+		if (e->out_num)
+			__builtin_prefetch(e->out_sg[0].iov_base);
+		*popped_tail = (struct vs_req *)e;
+		popped_tail = &(*popped_tail)->next;
+	}
+	*popped_tail = NULL;
+	while (popped) {
+		struct vs_req *r = popped;
+
+		popped = r->next;
+		/* After a bad request the device is broken: the rest is dropped. */
+		if (ret < 0) {
+			vq_elem_put(&sv->cache, &r->elem);
+			continue;
+		}
+		ret = virtio_server_take(sv, ops, r, gen, &now, &now_last, &batch, &batch_last);
+		added += ret > 0;
+		answered += !ret;
 	}
 	sv->outstanding += added + answered;
 	/* Counted before the unlock: a reset from now on waits for them. */
@@ -334,9 +390,11 @@ static inline bool virtio_server_round(struct virtio_server *sv,
  * Pops until the ring is empty, or for VIRTIO_SERVER_ROUNDS rounds: a
  * driver that keeps its ring full must not keep the I/O thread from its
  * other queues.  The kick is then raised again, to be served after them.
- * The back end's ready completions are reaped too (a read the page cache
- * answered within the submit, what completed while polling), so
- * everything leaves in one publish instead of waking the thread again.
+ * After each round the back end's ready completions are reaped (a read
+ * the page cache answered within the submit, what completed while
+ * polling) and published with the round's own: the driver has the first
+ * answers, and refills, while the thread serves the next round, and
+ * nothing waits for the thread to wake again.
  */
 static inline void virtio_server_serve(struct virtio_server *sv,
 				       const struct virtio_server_ops *ops)
@@ -345,13 +403,13 @@ static inline void virtio_server_serve(struct virtio_server *sv,
 	bool more;
 
 	sv->in_kick = true;
-	while ((more = virtio_server_round(sv, ops)) &&
-	       ++rounds < (ops->rounds ? ops->rounds : VIRTIO_SERVER_ROUNDS))
-		;
-	if (ops->backend_ready && ops->backend_ready(sv))
-		ops->backend_run(sv);
+	do {
+		more = virtio_server_round(sv, ops);
+		if (ops->backend_ready && ops->backend_ready(sv))
+			ops->backend_run(sv);
+		virtio_server_publish(sv, ops);
+	} while (more && ++rounds < (ops->rounds ? ops->rounds : VIRTIO_SERVER_ROUNDS));
 	sv->in_kick = false;
-	virtio_server_publish(sv, ops);
 	if (more)
 		(void)eventfd_write(sv->vdev->queues[sv->idx].kick_fd, 1);
 }
