@@ -40,7 +40,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,18 +88,8 @@ static const struct opt_prop stream_props[] = {
 const struct opt_spec netdev_stream_spec = { "-netdev stream", NULL, stream_props };
 const struct netdev_stream_cfg netdev_stream_defaults = { .tight = true };
 
-BRISK_PRINTF(2, 3)
-static int bad(const struct netdev_stream_cfg *c, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	error_report("-netdev stream,id=%s: %s", c->head.id, msg);
-	return -1;
-}
+/* Every refusal's one line, "-netdev stream,id=ID: ...". */
+#define bad(c, ...) netdev_error("stream", (c)->head.id, __VA_ARGS__)
 
 /* What every type of address shares. */
 static int check_common(const struct netdev_stream_cfg *c)
