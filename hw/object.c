@@ -93,8 +93,8 @@ static const struct object_type types[] = {
 	{ "-netdev", "user", "QEMU's user networking (libslirp): DHCP, DNS, hostfwd= port "
 	  "forwards", &netdev_user_spec, sizeof(struct netdev_user_cfg), &netdev_user_defaults,
 	  netdev_user_check },
-	{ "-netdev", "stream", "frames over a unix socket, as passt serves them (addr.type=unix, "
-	  "server=on|off)", &netdev_stream_spec, sizeof(struct netdev_stream_cfg),
+	{ "-netdev", "stream", "frames over a unix socket, as passt serves them, or TCP "
+	  "(addr.type=unix|inet|fd, server=on|off)", &netdev_stream_spec, sizeof(struct netdev_stream_cfg),
 	  &netdev_stream_defaults, netdev_stream_check },
 	{ "-netdev", "tap", "a Linux tap interface (ifname=, script=no), with checksum and TSO "
 	  "offloads", &netdev_tap_spec, sizeof(struct netdev_tap_cfg), &netdev_tap_defaults,

@@ -4,6 +4,8 @@
  * -netdev by id and gets a struct netdev, whatever carries its frames.
  */
 #include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "net/net.h"
@@ -21,4 +23,16 @@ struct netdev *netdev_new(const struct netdev_cfg *cfg)
 	/* The object table lists no other -netdev type. */
 	assert(!"a -netdev type without a back end");
 	return NULL;
+}
+
+int netdev_error(const char *type, const char *id, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	error_report("-netdev %s,id=%s: %s", type, id, msg);
+	return -1;
 }

@@ -126,17 +126,8 @@ struct fwd {
 	struct sockaddr_in host, guest;
 };
 
-BRISK_PRINTF(2, 3)
-static void bad(const struct netdev_user_cfg *c, const char *fmt, ...)
-{
-	char msg[768];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	error_report("-netdev user,id=%s: %s", c->head.id, msg);
-}
+/* Every refusal's one line, "-netdev user,id=ID: ...". */
+#define bad(c, ...) netdev_error("user", (c)->head.id, __VA_ARGS__)
 
 /*
  * inet_aton, as QEMU reads every IPv4 address of -netdev user (so "10.2"

@@ -2,8 +2,10 @@
 /*
  * -netdev stream: QEMU 7.2's, the way passt serves a VM.  Frames go over
  * a stream socket, each after its length in 4 bytes, big-endian; the
- * socket is a unix one brisk listens at (server=on) or connects to
+ * socket is a unix or TCP one brisk listens at (server=on) or connects to
  * (server=off), or one it inherited (addr.type=fd).  One peer at a time.
+ * A TCP address is numeric, IPv4 or IPv6: brisk looks no names up, so
+ * the address a user gives is the one it uses, known before /dev/kvm.
  *
  * As the user back end, it has a thread of its own and two bounded queues
  * (net/queue.c): the NIC's thread only queues a frame and wakes it, and
@@ -34,8 +36,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +66,7 @@ static const struct opt_prop stream_props[] = {
 	{ "server", OPT_BOOL, F(server, bool), .def = "off",
 	  .help = "on: listen at the address for one peer at a time; off: connect to it" },
 	{ "addr.type", OPT_ENUM, F(addr_type, int), OPT_REQUIRED, .names = addr_types,
-	  .help = "unix (addr.path=), fd (addr.str=); inet is refused" },
+	  .help = "unix (addr.path=), inet (addr.host=, addr.port=: TCP), fd (addr.str=)" },
 	{ "addr.path", OPT_STR, F(path, char *),
 	  .help = "the unix socket's path (107 bytes at most)" },
 	{ "addr.abstract", OPT_BOOL, F(abstract, bool), .def = "off",
@@ -71,8 +75,10 @@ static const struct opt_prop stream_props[] = {
 	  .help = "an abstract address as long as its name, not sun_path's 108 bytes" },
 	{ "addr.str", OPT_STR, F(fd, char *),
 	  .help = "an inherited socket's number: connected (server=off) or listening" },
-	{ "addr.host", OPT_STR, F(host, char *), .help = "addr.type=inet's (refused)" },
-	{ "addr.port", OPT_STR, F(port, char *), .help = "addr.type=inet's (refused)" },
+	{ "addr.host", OPT_STR, F(host, char *),
+	  .help = "addr.type=inet's address: numeric IPv4 or IPv6, never a name" },
+	{ "addr.port", OPT_STR, F(port, char *),
+	  .help = "addr.type=inet's TCP port (1 to 65535)" },
 	{ "reconnect", OPT_UINT, F(reconnect, unsigned), .max = 3600, .def = "0",
 	  .help = "server=off: seconds between connects once the peer is lost (0: none)" },
 	{ NULL },
@@ -82,26 +88,13 @@ static const struct opt_prop stream_props[] = {
 const struct opt_spec netdev_stream_spec = { "-netdev stream", NULL, stream_props };
 const struct netdev_stream_cfg netdev_stream_defaults = { .tight = true };
 
-BRISK_PRINTF(2, 3)
-static int bad(const struct netdev_stream_cfg *c, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	error_report("-netdev stream,id=%s: %s", c->head.id, msg);
-	return -1;
-}
+/* Every refusal's one line, "-netdev stream,id=ID: ...". */
+#define bad(c, ...) netdev_error("stream", (c)->head.id, __VA_ARGS__)
 
 /* What every type of address shares. */
 static int check_common(const struct netdev_stream_cfg *c)
 {
-	if (c->addr_type == NETDEV_STREAM_INET)
-		return bad(c, "addr.type=inet: frames over TCP are not supported "
-			   "(addr.type=unix, as passt serves them, or addr.type=fd)");
-	if (c->host || c->port)
+	if (c->addr_type != NETDEV_STREAM_INET && (c->host || c->port))
 		return bad(c, "addr.host= and addr.port= are addr.type=inet's");
 	if (c->reconnect && c->server)
 		return bad(c, "reconnect= is server=off's: a server waits for its next peer");
@@ -150,8 +143,8 @@ static int check_fd(const struct netdev_stream_cfg *c)
 	if (!c->fd)
 		return bad(c, "addr.type=fd needs addr.str= (an inherited socket's number)");
 	if (c->reconnect)
-		return bad(c, "reconnect= needs addr.type=unix: an inherited socket "
-			   "cannot be connected again");
+		return bad(c, "reconnect= needs addr.type=unix or inet: an inherited "
+			   "socket cannot be connected again");
 	if ((fd = fd_number(c->fd)) < 0)
 		return bad(c, "addr.str=%s: not a file descriptor's number", c->fd);
 	if (fcntl(fd, F_GETFD) < 0)
@@ -168,10 +161,69 @@ static int check_fd(const struct netdev_stream_cfg *c)
 	return 0;
 }
 
+/* addr.port=: a number, as AI_NUMERICSERV takes it, but never 0 (the kernel's pick). */
+static bool port_ok(const char *s)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	return !errno && !*end && v >= 1 && v <= 65535;
+}
+
+/* addr.host= and addr.port= as a socket address; getaddrinfo()'s error. */
+static int inet_addr(const struct netdev_stream_cfg *c, struct sockaddr_storage *ss,
+		     socklen_t *len)
+{
+	const struct addrinfo hints = {
+		.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+	};
+	struct addrinfo *ai;
+	int err = getaddrinfo(c->host, c->port, &hints, &ai);
+
+	if (err)
+		return err;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static int check_inet(const struct netdev_stream_cfg *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int err;
+
+	if (c->path || c->abstract)
+		return bad(c, "addr.path= and addr.abstract= are addr.type=unix's");
+	if (c->fd)
+		return bad(c, "addr.str= is addr.type=fd's (addr.type=inet takes addr.host= "
+			   "and addr.port=)");
+	if (!c->host || !c->port)
+		return bad(c, "addr.type=inet needs addr.host= and addr.port=");
+	if (!port_ok(c->port))
+		return bad(c, "addr.port=%s: not a port number (1 to 65535)", c->port);
+	err = inet_addr(c, &ss, &len);
+	if (err == EAI_NONAME)
+		return bad(c, "addr.host=%s: not a numeric IPv4 or IPv6 address (brisk looks "
+			   "no names up)", c->host);
+	if (err)
+		return bad(c, "addr.host=%s: %s", c->host, gai_strerror(err));
+	return 0;
+}
+
 static int check(const struct netdev_stream_cfg *c)
 {
 	if (check_common(c) < 0)
 		return -1;
+	if (c->addr_type == NETDEV_STREAM_INET)
+		return check_inet(c);
 	return c->addr_type == NETDEV_STREAM_FD ? check_fd(c) : check_unix(c);
 }
 
@@ -197,10 +249,16 @@ struct stream {
 	int wake_fd;		/* send() and free() to the thread */
 	int listen_fd;		/* server=on: the peers' way in; -1 otherwise */
 	int sock;		/* the peer's connection; -1: none */
+	int pending;		/* a TCP connect() under way; -1: none */
 	bool client;		/* server=off: a lost peer leaves the link down */
-	/* addr.type=unix: where to connect again, or the file bound */
-	struct sockaddr_un sun;
-	socklen_t sun_len;
+	/* addr.type=unix and inet: where to connect again, or what is bound */
+	union {
+		struct sockaddr sa;
+		struct sockaddr_un sun;
+		struct sockaddr_storage ss;
+	} addr;
+	socklen_t addr_len;
+	char where[160];	/* the address as the options gave it, for messages */
 	unsigned reconnect_ms;	/* 0: never */
 	/* a client's next connect; a server's next accept() while backing off */
 	int64_t next_try_ms;
@@ -272,6 +330,12 @@ static const struct netdev_ops stream_ops = {
 
 static void peer_set(struct stream *s, int fd)
 {
+	int on = 1;
+
+	/* Each write is a whole frame or its tail: nothing gains by waiting
+	 * for more.  A unix socket has no Nagle to turn off: refused, and
+	 * that is all. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
 	s->sock = fd;
 	s->in_len = 0;
 	fq_open(&s->tx);
@@ -405,15 +469,24 @@ static void flush(struct stream *s)
 	}
 }
 
-/* A unix socket for the peer's connection, connected or not (errno). */
-static int connect_unix(const struct stream *s)
+/*
+ * A socket for the peer's connection, connected or not (errno).  Non-
+ * blocking: a unix peer whose backlog is full answers EAGAIN at once; a
+ * TCP one may take a while, so that socket comes back with *pending set
+ * (EINPROGRESS), its result poll()'s to tell.
+ */
+static int connect_peer(const struct stream *s, bool *pending)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = socket(s->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int err;
 
-	/* Non-blocking: a peer whose backlog is full answers EAGAIN at once. */
-	if (fd >= 0 && connect(fd, (const struct sockaddr *)&s->sun, s->sun_len) < 0) {
+	*pending = false;
+	if (fd >= 0 && connect(fd, &s->addr.sa, s->addr_len) < 0) {
 		err = errno;
+		if (err == EINPROGRESS) {
+			*pending = true;
+			return fd;
+		}
 		close(fd);
 		errno = err;
 		return -1;
@@ -421,16 +494,44 @@ static int connect_unix(const struct stream *s)
 	return fd;
 }
 
+/* A TCP connect() that was under way has ended: the peer's, or closed (errno). */
+static int connect_done(int fd)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (!err)
+		return fd;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
 /* The one try a client makes each reconnect= seconds. */
 static void reconnect(struct stream *s)
 {
-	int fd = connect_unix(s);
+	bool pending;
+	int fd = connect_peer(s, &pending);
 
-	if (fd < 0) {
+	if (fd >= 0 && pending)
+		s->pending = fd;
+	else if (fd >= 0)
+		peer_set(s, fd);
+	else
 		s->next_try_ms = now_ms() + s->reconnect_ms;
-		return;
-	}
-	peer_set(s, fd);
+}
+
+static void reconnected(struct stream *s)
+{
+	int fd = connect_done(s->pending);
+
+	s->pending = -1;
+	if (fd >= 0)
+		peer_set(s, fd);
+	else
+		s->next_try_ms = now_ms() + s->reconnect_ms;
 }
 
 /*
@@ -475,7 +576,7 @@ static int poll_timeout(const struct stream *s)
 {
 	int64_t left;
 
-	if (s->sock >= 0 || (s->client ? !s->reconnect_ms : !s->backing_off))
+	if (s->sock >= 0 || s->pending >= 0 || (s->client ? !s->reconnect_ms : !s->backing_off))
 		return -1;
 	left = s->next_try_ms - now_ms();
 	return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
@@ -487,6 +588,8 @@ static struct pollfd peer_pollfd(const struct stream *s)
 {
 	if (s->sock >= 0)
 		return (struct pollfd){ s->sock, (short)(POLLIN | (s->out ? POLLOUT : 0)), 0 };
+	if (s->pending >= 0)
+		return (struct pollfd){ s->pending, POLLOUT, 0 };
 	return (struct pollfd){ s->backing_off ? -1 : s->listen_fd, POLLIN, 0 };
 }
 
@@ -501,6 +604,8 @@ static void stream_round(struct stream *s)
 		eventfd_clear(s->wake_fd);
 	if (s->sock >= 0 && pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
 		receive(s);
+	else if (s->sock < 0 && s->pending >= 0 && pfd[1].revents)
+		reconnected(s);
 	else if (s->sock < 0 && s->listen_fd >= 0 && pfd[1].revents)
 		accept_peer(s, pfd[1].revents);
 	else if (s->sock < 0 && timeout >= 0 && now_ms() >= s->next_try_ms && s->client)
@@ -532,7 +637,7 @@ static struct stream *stream_alloc(const struct netdev_stream_cfg *c)
 	}
 	errno = 0;
 	s->nd.ops = &stream_ops;
-	s->sock = s->listen_fd = -1;
+	s->sock = s->listen_fd = s->pending = -1;
 	s->nd.rx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	fq_init(&s->rx);
@@ -554,12 +659,13 @@ static void unix_addr(struct stream *s, const struct netdev_stream_cfg *c)
 {
 	size_t len = strlen(c->path);
 
-	s->sun.sun_family = AF_UNIX;
-	memcpy(s->sun.sun_path + c->abstract, c->path, len);
-	s->sun_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + c->abstract + len +
-				 !c->abstract);
+	s->addr.sun.sun_family = AF_UNIX;
+	memcpy(s->addr.sun.sun_path + c->abstract, c->path, len);
+	s->addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + c->abstract + len +
+				  !c->abstract);
 	if (c->abstract && !c->tight)
-		s->sun_len = sizeof(s->sun);
+		s->addr_len = sizeof(s->addr.sun);
+	snprintf(s->where, sizeof(s->where), "addr.path=%s", c->path);
 }
 
 /*
@@ -568,11 +674,12 @@ static void unix_addr(struct stream *s, const struct netdev_stream_cfg *c)
  */
 static int unlink_stale(const struct stream *s, const struct netdev_stream_cfg *c)
 {
+	bool pending;
 	int fd;
 
 	if (c->abstract)
 		return 0;
-	if ((fd = connect_unix(s)) >= 0) {
+	if ((fd = connect_peer(s, &pending)) >= 0) {
 		close(fd);
 		return bad(c, "addr.path=%s: another server listens there", c->path);
 	}
@@ -581,16 +688,27 @@ static int unlink_stale(const struct stream *s, const struct netdev_stream_cfg *
 	return 0;
 }
 
+/* The listening socket, at the address unix_addr() or inet_addr() gave. */
+static int listen_at(struct stream *s, const struct netdev_stream_cfg *c)
+{
+	int on = 1;
+
+	s->listen_fd = socket(s->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* A port whose last connections linger in TIME_WAIT is free to a
+	 * server started again at once, as QEMU's is. */
+	if (s->listen_fd < 0 || (s->addr.sa.sa_family != AF_UNIX &&
+	     setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0) ||
+	    bind(s->listen_fd, &s->addr.sa, s->addr_len) < 0 || listen(s->listen_fd, 4) < 0)
+		return bad(c, "%s: cannot listen there: %s", s->where, strerror(errno));
+	return 0;
+}
+
 static int listen_unix(struct stream *s, const struct netdev_stream_cfg *c)
 {
 	struct stat st;
 
-	if (unlink_stale(s, c) < 0)
+	if (unlink_stale(s, c) < 0 || listen_at(s, c) < 0)
 		return -1;
-	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&s->sun, s->sun_len) < 0 ||
-	    listen(s->listen_fd, 4) < 0)
-		return bad(c, "addr.path=%s: cannot listen there: %s", c->path, strerror(errno));
 	if (!c->abstract && !stat(c->path, &st)) {
 		s->bound = true;
 		s->dev = st.st_dev;
@@ -599,19 +717,36 @@ static int listen_unix(struct stream *s, const struct netdev_stream_cfg *c)
 	return 0;
 }
 
+/*
+ * A TCP connect() under way is waited for here, as a unix one is
+ * answered at once: brisk starts with its peer, or says why not.  The
+ * kernel bounds the wait (tcp_syn_retries: about two minutes).
+ */
+static int connect_wait(int fd)
+{
+	struct pollfd pfd = { fd, POLLOUT, 0 };
+
+	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+		;
+	return connect_done(fd);
+}
+
 static int connect_first(struct stream *s, const struct netdev_stream_cfg *c)
 {
-	int fd = connect_unix(s);
+	bool pending;
+	int fd = connect_peer(s, &pending);
 
+	if (fd >= 0 && pending)
+		fd = connect_wait(fd);
 	if (fd >= 0) {
 		peer_set(s, fd);
 		return 0;
 	}
 	if (!c->reconnect)
-		return bad(c, "addr.path=%s: cannot connect: %s (reconnect= would keep "
-			   "trying)", c->path, strerror(errno));
-	bad(c, "addr.path=%s: cannot connect: %s; trying again every %u s (reconnect=)",
-	    c->path, strerror(errno), c->reconnect);
+		return bad(c, "%s: cannot connect: %s (reconnect= would keep "
+			   "trying)", s->where, strerror(errno));
+	bad(c, "%s: cannot connect: %s; trying again every %u s (reconnect=)",
+	    s->where, strerror(errno), c->reconnect);
 	s->next_try_ms = now_ms() + s->reconnect_ms;
 	return 0;
 }
@@ -632,14 +767,28 @@ static int adopt_fd(struct stream *s, const struct netdev_stream_cfg *c)
 	return 0;
 }
 
+/* addr.host= and addr.port= as a sockaddr: numeric, as the check found them. */
+static int inet_sockaddr(struct stream *s, const struct netdev_stream_cfg *c)
+{
+	int err = inet_addr(c, &s->addr.ss, &s->addr_len);
+
+	snprintf(s->where, sizeof(s->where), "addr.host=%s,addr.port=%s", c->host, c->port);
+	if (err)
+		return bad(c, "%s: %s", s->where, gai_strerror(err));
+	return 0;
+}
+
 static int stream_open(struct stream *s, const struct netdev_stream_cfg *c)
 {
 	s->client = !c->server;
 	if (c->addr_type == NETDEV_STREAM_FD)
 		return adopt_fd(s, c);
-	unix_addr(s, c);
+	if (c->addr_type == NETDEV_STREAM_INET && inet_sockaddr(s, c) < 0)
+		return -1;
+	if (c->addr_type == NETDEV_STREAM_UNIX)
+		unix_addr(s, c);
 	if (c->server)
-		return listen_unix(s, c);
+		return c->addr_type == NETDEV_STREAM_UNIX ? listen_unix(s, c) : listen_at(s, c);
 	s->reconnect_ms = c->reconnect * 1000;
 	return connect_first(s, c);
 }
@@ -670,9 +819,9 @@ static void unlink_ours(const struct stream *s)
 {
 	struct stat st;
 
-	if (s->bound && !lstat(s->sun.sun_path, &st) && st.st_dev == s->dev &&
+	if (s->bound && !lstat(s->addr.sun.sun_path, &st) && st.st_dev == s->dev &&
 	    st.st_ino == s->ino)
-		unlink(s->sun.sun_path);
+		unlink(s->addr.sun.sun_path);
 }
 
 static void stream_free(struct netdev *nd)
@@ -689,6 +838,8 @@ static void stream_free(struct netdev *nd)
 		close(s->sock);
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
+	if (s->pending >= 0)
+		close(s->pending);
 	fq_destroy(&s->rx);
 	fq_destroy(&s->tx);
 	if (s->nd.rx_fd >= 0)

@@ -25,7 +25,6 @@
 #include <linux/if_tun.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,18 +76,8 @@ static const struct opt_prop tap_props[] = {
 const struct opt_spec netdev_tap_spec = { "-netdev tap", NULL, tap_props };
 const struct netdev_tap_cfg netdev_tap_defaults = { .vnet_hdr = -1, .queues = 1 };
 
-BRISK_PRINTF(2, 3)
-static int bad(const struct netdev_tap_cfg *c, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	error_report("-netdev tap,id=%s: %s", c->head.id, msg);
-	return -1;
-}
+/* Every refusal's one line, "-netdev tap,id=ID: ...". */
+#define bad(c, ...) netdev_error("tap", (c)->head.id, __VA_ARGS__)
 
 static const char *script_of(const char *s, const char *def)
 {

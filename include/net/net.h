@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "util/compiler.h"
 #include "util/opts.h"
 
 struct netdev;
@@ -120,6 +121,13 @@ struct netdev_cfg {
 	char *id;
 	const char *type;	/* "user", "stream", "tap": which back end (set by the -netdev set) */
 };
+
+/*
+ * The one line a back end says when it refuses its config or cannot be
+ * made: "-netdev TYPE,id=ID: " and the rest, as every -netdev's line
+ * reads.  Returns -1, for the check or open that fails with it.
+ */
+int netdev_error(const char *type, const char *id, const char *fmt, ...) BRISK_PRINTF(3, 4);
 
 /*
  * -netdev user: QEMU's user networking, on libslirp (net/slirp.c).  The

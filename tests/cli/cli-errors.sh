@@ -125,6 +125,10 @@ expect "-netdev tap,id=nic.0: script=/nonexistent/ifup: No such file or director
 	"${K[@]}" -nic tap,script=/nonexistent/ifup
 expect "-netdev tap,id=t9: script=/nonexistent/ifup: No such file or directory (script=no runs none)$" \
 	"${K[@]}" -nic tap,id=t9,script=/nonexistent/ifup
+expect "-netdev stream,id=s0: addr.host=localhost: not a numeric IPv4 or IPv6 address (brisk looks no names up)$" \
+	"${K[@]}" -netdev stream,id=s0,addr.type=inet,addr.host=localhost,addr.port=5555
+expect "-netdev stream,id=s0: addr.port=65536: not a port number (1 to 65535)$" \
+	"${K[@]}" -netdev stream,id=s0,addr.type=inet,addr.host=::1,addr.port=65536
 expect "-netdev: duplicate id 'n0'$" "${K[@]}" -netdev user,id=n0 -nic user,id=n0
 expect "-net nic: a second one (brisk joins one -net nic to one -net back end; use -nic or -netdev for more)$" \
 	"${K[@]}" -net nic -net nic -net user

@@ -29,6 +29,7 @@
 #include "capture.h"
 #include "check.h"
 #include "net-frames.h"
+#include "opts-refused.h"
 
 /* The config opts_parse_new makes of arg, check included; NULL after one line. */
 static struct netdev_user_cfg *user_cfg(const char *arg, int (*check)(void *))
@@ -554,23 +555,6 @@ static const struct {
 	{ "id=n0,tftp=/nonexistent/brisk", "tftp=/nonexistent/brisk" },
 };
 
-static void test_bad_option(const char *arg, const char *says)
-{
-	char line[512];
-	struct netdev_user_cfg *cfg;
-	int lines;
-
-	capture_begin();
-	cfg = user_cfg(arg, netdev_user_check);
-	lines = capture_end(line, sizeof(line));
-	CHECK(!cfg);
-	CHECK_EQ(lines, 1);
-	CHECK(strstr(line, says));
-	if (!strstr(line, says))
-		printf("# %s: %s", arg, line);
-	cfg_free(cfg);
-}
-
 struct good {
 	const char *arg, *net, *host, *dns, *dhcp, *net6, *host6;
 };
@@ -934,10 +918,10 @@ int main(void)
 	RUN(test_hostfwd());
 	RUN(test_restrict_on());
 	RUN(test_restrict_off());
-	for (unsigned i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++) {
-		test_bad_option(bad_args[i].arg, bad_args[i].says);
-		check_case("refused: -netdev user,%s", bad_args[i].arg);
-	}
+	for (unsigned i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++)
+		opts_refused(&netdev_user_spec, sizeof(struct netdev_user_cfg),
+			     &netdev_user_defaults, netdev_user_check, bad_args[i].arg,
+			     bad_args[i].says);
 	for (unsigned i = 0; i < sizeof(good_args) / sizeof(good_args[0]); i++) {
 		test_good_option(&good_args[i]);
 		check_case("taken: -netdev user,%s", good_args[i].arg);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * -netdev stream (net/stream.c) driven as a NIC drives it, against a peer
- * the test plays on a unix socket (or a socketpair), speaking QEMU's and
+ * the test plays on a unix socket, on TCP at 127.0.0.1 (each case that
+ * meets its peer at an address runs over both) or on a socketpair,
+ * speaking QEMU's and
  * passt's framing: a 4-byte big-endian length, then the frame.  Nothing
  * waits on time: a case waits on a socket, rx_fd or a counter, bounded by
  * WAIT_MS only to turn a hang into a failure.  reconnect=1 takes its
@@ -17,6 +19,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -147,6 +151,144 @@ static void close_fd(int fd)
 		close(fd);
 }
 
+/*
+ * Where a case's peer and back end meet: a unix socket's path, or a TCP
+ * port of 127.0.0.1.  The port is the kernel's pick, and reserve holds it
+ * bound, not listening, with SO_REUSEADDR: no other program takes it,
+ * a connect() there is refused until the test listens, and a back end
+ * with server=on (SO_REUSEADDR too) may still bind and listen there.
+ */
+enum over { OVER_UNIX, OVER_TCP };
+
+struct where {
+	enum over over;
+	char path[128];			/* OVER_UNIX */
+	struct sockaddr_in sin;		/* OVER_TCP */
+	int reserve;
+	char opts[192];			/* the back end's addr.* */
+};
+
+static int tcp_socket(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1;
+
+	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static bool where_new(struct where *w, const char *dir, const char *name, enum over over)
+{
+	socklen_t len = sizeof(w->sin);
+
+	*w = (struct where){ .over = over, .reserve = -1 };
+	if (over == OVER_UNIX) {
+		snprintf(w->path, sizeof(w->path), "%s/%s", dir, name);
+		unlink(w->path);
+		snprintf(w->opts, sizeof(w->opts), "addr.type=unix,addr.path=%s", w->path);
+		return true;
+	}
+	w->sin = (struct sockaddr_in){ .sin_family = AF_INET,
+				       .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	w->reserve = tcp_socket();
+	if (w->reserve < 0 || bind(w->reserve, (struct sockaddr *)&w->sin, len) < 0 ||
+	    getsockname(w->reserve, (struct sockaddr *)&w->sin, &len) < 0) {
+		CHECK(!"a TCP port of 127.0.0.1");
+		return false;
+	}
+	snprintf(w->opts, sizeof(w->opts), "addr.type=inet,addr.host=127.0.0.1,addr.port=%u",
+		 ntohs(w->sin.sin_port));
+	return true;
+}
+
+static void where_free(struct where *w)
+{
+	close_fd(w->reserve);
+	w->reserve = -1;
+	if (w->over == OVER_UNIX)
+		unlink(w->path);
+}
+
+/* The test listening at w; over TCP on the reserved port itself. */
+static int w_listen(const struct where *w)
+{
+	int fd;
+
+	if (w->over == OVER_UNIX)
+		return peer_listen(w->path, false);
+	fd = w->reserve >= 0 ? fcntl(w->reserve, F_DUPFD_CLOEXEC, 0) : -1;
+	if (fd >= 0 && (listen(fd, 4) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0)) {
+		close(fd);
+		fd = -1;
+	}
+	CHECK(fd >= 0);
+	return fd;
+}
+
+/* A connected socket to w, blocking or not (O_NONBLOCK after connect()). */
+static int w_connect_flags(const struct where *w, int flags)
+{
+	int fd;
+
+	if (w->over == OVER_UNIX) {
+		fd = peer_connect(w->path, false);
+		if (fd >= 0 && !(flags & O_NONBLOCK))
+			fcntl(fd, F_SETFL, 0);
+		return fd;
+	}
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && (connect(fd, (const struct sockaddr *)&w->sin, sizeof(w->sin)) < 0 ||
+			fcntl(fd, F_SETFL, flags) < 0)) {
+		close(fd);
+		fd = -1;
+	}
+	CHECK(fd >= 0);
+	return fd;
+}
+
+static int w_connect(const struct where *w)
+{
+	return w_connect_flags(w, O_NONBLOCK);
+}
+
+/*
+ * The back end's end of the test's TCP connection fd, found among the
+ * process's descriptors by its addresses (the one whose own address is
+ * fd's peer's, and the other way round); -1 for a unix socket.
+ */
+static int other_end(int fd)
+{
+	struct sockaddr_in me, peer, a, b;
+	socklen_t len = sizeof(me), len2 = sizeof(peer);
+
+	if (getsockname(fd, (struct sockaddr *)&me, &len) < 0 || me.sin_family != AF_INET ||
+	    getpeername(fd, (struct sockaddr *)&peer, &len2) < 0)
+		return -1;
+	for (int i = 0; i < 4096; i++) {
+		socklen_t la = sizeof(a), lb = sizeof(b);
+
+		if (i != fd && !getsockname(i, (struct sockaddr *)&a, &la) &&
+		    a.sin_family == AF_INET && !getpeername(i, (struct sockaddr *)&b, &lb) &&
+		    a.sin_port == peer.sin_port && b.sin_port == me.sin_port &&
+		    a.sin_addr.s_addr == peer.sin_addr.s_addr &&
+		    b.sin_addr.s_addr == me.sin_addr.s_addr)
+			return i;
+	}
+	CHECK(!"the back end's end of a TCP connection");
+	return -1;
+}
+
+/* TCP_NODELAY on the back end's end of fd's connection. */
+static bool nodelay(int fd)
+{
+	int end = other_end(fd), on = 0;
+	socklen_t len = sizeof(on);
+
+	return end >= 0 && !getsockopt(end, IPPROTO_TCP, TCP_NODELAY, &on, &len) && on;
+}
+
 static bool peer_write(int fd, const void *buf, size_t n)
 {
 	const uint8_t *p = buf;
@@ -235,15 +377,48 @@ static bool peer_sees_eof(int fd)
 	}
 }
 
-/* Whether the back end has read every byte the peer wrote (spun on, bounded). */
+/*
+ * Whether the back end has read every byte the peer wrote (spun on,
+ * bounded).  A unix socket's queue empties as the reader reads; a TCP
+ * one's as the other end acknowledges, which it does on taking the bytes
+ * into its own queue: that one must be empty too.
+ */
 static bool consumed(int fd)
 {
 	int64_t until = deadline();
-	int n = -1;
+	int end = other_end(fd), n = -1, m = 0;
 
-	while (!ioctl(fd, SIOCOUTQ, &n) && n && now_ms() < until)
+	for (;;) {
+		if (ioctl(fd, SIOCOUTQ, &n) < 0 || (!n && end >= 0 && ioctl(end, SIOCINQ, &m) < 0))
+			return false;
+		if ((!n && !m) || now_ms() >= until)
+			return !n && !m;
 		sched_yield();
-	return n == 0;
+	}
+}
+
+/*
+ * How many frames of len bytes the sockets between back end and peer may
+ * hold beyond the queue, generously: a unix socket's buffers hold far
+ * fewer than 4096; TCP's grow up to the sysctls' maxima, each way.
+ */
+static unsigned slack(int fd, size_t len)
+{
+	unsigned long w = 0, r = 0, x, y;
+	FILE *f;
+
+	if (other_end(fd) < 0)
+		return 4096;
+	if ((f = fopen("/proc/sys/net/ipv4/tcp_wmem", "r"))) {
+		CHECK(fscanf(f, "%lu %lu %lu", &x, &y, &w) == 3);
+		fclose(f);
+	}
+	if ((f = fopen("/proc/sys/net/ipv4/tcp_rmem", "r"))) {
+		CHECK(fscanf(f, "%lu %lu %lu", &x, &y, &r) == 3);
+		fclose(f);
+	}
+	CHECK(w && r);
+	return (unsigned)(2 * (w + r) / len) + 4096;
 }
 
 /* ---- the NIC's side ---- */
@@ -373,35 +548,50 @@ static const char *sock_path(const char *dir, const char *name, char *buf, size_
 
 /* ---- 1: frames both ways ---- */
 
-/* server=off: the back end connects to the test. */
-static void test_client(const char *dir)
+/* server=off: the back end connects to the test; over TCP without Nagle. */
+static void test_client(const char *dir, enum over over)
 {
-	char p[128];
-	int lfd = peer_listen(sock_path(dir, "c.sock", p, sizeof(p)), false), fd = -1;
-	struct backend b = backend_new("id=c0,server=off,addr.type=unix,addr.path=%s", p);
+	struct where w;
+	int lfd = -1, fd = -1;
+	struct backend b = { NULL, NULL };
 
-	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0)
+	if (where_new(&w, dir, "c.sock", over) && (lfd = w_listen(&w)) >= 0)
+		b = backend_new("id=c0,server=off,%s", w.opts);
+	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0) {
+		CHECK(over == OVER_UNIX || nodelay(fd));
 		both_ways(b.nd, fd);
+	}
 	backend_free(&b);
 	if (fd >= 0)
 		CHECK(peer_sees_eof(fd));
 	close_fd(fd);
 	close_fd(lfd);
+	where_free(&w);
 }
 
-/* server=on: the test connects; the socket file goes at free(). */
-static void test_server(const char *dir)
+/* server=on: the test connects; the socket file goes at free(), the port is free again. */
+static void test_server(const char *dir, enum over over)
 {
-	char p[128];
-	struct backend b = backend_new("id=s0,server=on,addr.type=unix,addr.path=%s",
-				       sock_path(dir, "s.sock", p, sizeof(p)));
-	int fd = b.nd ? peer_connect(p, false) : -1;
+	struct where w;
+	struct backend b = { NULL, NULL };
+	int fd = -1, again;
 
-	if (fd >= 0)
-		both_ways(b.nd, fd);
+	if (where_new(&w, dir, "s.sock", over))
+		b = backend_new("id=s0,server=on,%s", w.opts);
+	/* Taken once the back end reads the peer's first frame, as both_ways() waits. */
+	if (b.nd && (fd = w_connect(&w)) >= 0 && both_ways(b.nd, fd))
+		CHECK(over == OVER_UNIX || nodelay(fd));
 	backend_free(&b);
-	CHECK(access(p, F_OK) < 0 && errno == ENOENT);
+	if (over == OVER_UNIX)
+		CHECK(access(w.path, F_OK) < 0 && errno == ENOENT);
 	close_fd(fd);
+	/* Nobody listens there now: a connect() is refused. */
+	again = over == OVER_TCP ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+	if (again >= 0)
+		CHECK(connect(again, (struct sockaddr *)&w.sin, sizeof(w.sin)) < 0 &&
+		      errno == ECONNREFUSED);
+	close_fd(again);
+	where_free(&w);
 }
 
 /* addr.abstract=on: Linux's abstract namespace, tight as QEMU's default. */
@@ -500,17 +690,33 @@ static bool one_write(struct netdev *nd, int fd)
 	return true;
 }
 
-static void test_pieces(const char *dir)
+/* The back end connected to a peer the test listens as at w, its connection in *fd. */
+static struct backend client_of(const struct where *w, const char *id, int *lfd, int *fd)
 {
-	char p[128];
-	int lfd = peer_listen(sock_path(dir, "p.sock", p, sizeof(p)), false), fd = -1;
-	struct backend b = backend_new("id=p0,addr.type=unix,addr.path=%s", p);
+	struct backend b = { NULL, NULL };
 
-	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0 && pieces(b.nd, fd))
+	*fd = -1;
+	if ((*lfd = w_listen(w)) >= 0)
+		b = backend_new("id=%s,%s", id, w->opts);
+	if (b.nd)
+		*fd = peer_accept(*lfd);
+	return b;
+}
+
+static void test_pieces(const char *dir, enum over over)
+{
+	struct where w;
+	int lfd = -1, fd = -1;
+	struct backend b = { NULL, NULL };
+
+	if (where_new(&w, dir, "p.sock", over))
+		b = client_of(&w, "p0", &lfd, &fd);
+	if (b.nd && fd >= 0 && pieces(b.nd, fd))
 		one_write(b.nd, fd);
 	backend_free(&b);
 	close_fd(fd);
 	close_fd(lfd);
+	where_free(&w);
 }
 
 /* ---- 3: lengths that break the stream ---- */
@@ -533,10 +739,10 @@ static bool peer_breaks(int fd, uint32_t len)
  * Ethernet frame but breaks nothing: dropped, counted, and the next
  * frame arrives.
  */
-static bool bad_lengths_server(struct netdev *nd, const char *p)
+static bool bad_lengths_server(struct netdev *nd, const struct where *w)
 {
 	char line[512];
-	int fd = peer_connect(p, false), lines;
+	int fd = w_connect(w), lines;
 	uint8_t tiny[5] = { 1, 2, 3, 4, 5 };
 
 	REQUIRE(fd >= 0 && to_nic(nd, fd, 60, 1));
@@ -546,13 +752,13 @@ static bool bad_lengths_server(struct netdev *nd, const char *p)
 	close(fd);
 	CHECK_EQ(lines, 1);
 	CHECK(strstr(line, "-netdev stream,id=b0: the peer sent a frame length of 0"));
-	REQUIRE((fd = peer_connect(p, false)) >= 0);
+	REQUIRE((fd = w_connect(w)) >= 0);
 	REQUIRE(to_nic(nd, fd, 1514, 2) && to_peer(nd, fd, 1514, 3));
 	capture_begin();
 	CHECK(peer_breaks(fd, FRAME_MAX + 1));
 	CHECK_EQ(capture_end(line, sizeof(line)), 0);
 	close(fd);
-	REQUIRE((fd = peer_connect(p, false)) >= 0);
+	REQUIRE((fd = w_connect(w)) >= 0);
 	CHECK(peer_send(fd, tiny, sizeof(tiny)) && to_nic(nd, fd, 60, 4));
 	CHECK_EQ(nd->rx_dropped, 1);
 	CHECK(to_peer(nd, fd, 60, 5));
@@ -560,29 +766,40 @@ static bool bad_lengths_server(struct netdev *nd, const char *p)
 	return true;
 }
 
-static void test_bad_lengths_server(const char *dir)
+/* The back end listening at w for the test. */
+static struct backend server_at(const struct where *w, const char *id)
 {
-	char p[128];
-	struct backend b = backend_new("id=b0,server=on,addr.type=unix,addr.path=%s",
-				       sock_path(dir, "b.sock", p, sizeof(p)));
+	return backend_new("id=%s,server=on,%s", id, w->opts);
+}
 
+static void test_bad_lengths_server(const char *dir, enum over over)
+{
+	struct where w;
+	struct backend b = { NULL, NULL };
+
+	if (where_new(&w, dir, "b.sock", over))
+		b = server_at(&w, "b0");
 	if (b.nd)
-		bad_lengths_server(b.nd, p);
+		bad_lengths_server(b.nd, &w);
 	backend_free(&b);
+	where_free(&w);
 }
 
 /*
  * server=off without reconnect=: a length past FRAME_MAX closes the
  * connection for good, in one line; send() refuses from then on.
  */
-static void test_bad_length_client(const char *dir)
+static void test_bad_length_client(const char *dir, enum over over)
 {
-	char p[128], line[512];
-	int lfd = peer_listen(sock_path(dir, "bc.sock", p, sizeof(p)), false), fd = -1;
-	struct backend b = backend_new("id=b1,addr.type=unix,addr.path=%s", p);
+	char line[512];
+	struct where w;
+	int lfd = -1, fd = -1;
+	struct backend b = { NULL, NULL };
 	uint8_t f[60];
 
-	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0 && to_nic(b.nd, fd, 60, 1)) {
+	if (where_new(&w, dir, "bc.sock", over))
+		b = client_of(&w, "b1", &lfd, &fd);
+	if (b.nd && fd >= 0 && to_nic(b.nd, fd, 60, 1)) {
 		capture_begin();
 		CHECK(peer_breaks(fd, 0x7fffffff));
 		CHECK_EQ(capture_end(line, sizeof(line)), 1);
@@ -595,6 +812,7 @@ static void test_bad_length_client(const char *dir)
 	backend_free(&b);
 	close_fd(fd);
 	close_fd(lfd);
+	where_free(&w);
 }
 
 /* ---- 4: one peer at a time, and reconnect= ---- */
@@ -604,13 +822,13 @@ static void test_bad_length_client(const char *dir)
  * is served; once the first goes, the second's frame arrives and the
  * NIC's go to it.
  */
-static bool one_peer(struct netdev *nd, const char *p)
+static bool one_peer(struct netdev *nd, const struct where *w)
 {
 	uint8_t f[1514], got[FRAME_MAX];
-	int a = peer_connect(p, false), b = -1;
+	int a = w_connect(w), b = -1;
 
 	REQUIRE(a >= 0 && to_nic(nd, a, 60, 1));
-	REQUIRE((b = peer_connect(p, false)) >= 0);
+	REQUIRE((b = w_connect(w)) >= 0);
 	pattern(f, sizeof(f), 500);
 	CHECK(peer_send(b, f, sizeof(f)));
 	CHECK(to_peer(nd, a, 60, 2) && to_nic(nd, a, 60, 3));
@@ -622,15 +840,17 @@ static bool one_peer(struct netdev *nd, const char *p)
 	return true;
 }
 
-static void test_one_peer(const char *dir)
+static void test_one_peer(const char *dir, enum over over)
 {
-	char p[128];
-	struct backend b = backend_new("id=o0,server=on,addr.type=unix,addr.path=%s",
-				       sock_path(dir, "o.sock", p, sizeof(p)));
+	struct where w;
+	struct backend b = { NULL, NULL };
 
+	if (where_new(&w, dir, "o.sock", over))
+		b = server_at(&w, "o0");
 	if (b.nd)
-		one_peer(b.nd, p);
+		one_peer(b.nd, &w);
 	backend_free(&b);
+	where_free(&w);
 }
 
 /* The peer closes; the back end says so once and connects again. */
@@ -658,41 +878,48 @@ static bool reconnects(struct netdev *nd, int lfd, int *fd)
  * then the test does and the back end comes; it comes again after the
  * peer closes.
  */
-static void test_reconnect(const char *dir)
+static void test_reconnect(const char *dir, enum over over)
 {
-	char p[128], line[512];
-	struct backend b;
+	char line[512], want[256];
+	struct where w;
+	struct backend b = { NULL, NULL };
 	int lfd = -1, fd = -1, lines;
 	uint8_t f[60];
 
-	sock_path(dir, "r.sock", p, sizeof(p));
+	if (!where_new(&w, dir, "r.sock", over))
+		return;
+	snprintf(want, sizeof(want), "%s: cannot connect: %s; trying again every 1 s "
+		 "(reconnect=)", strchr(w.opts, ',') + 1,
+		 strerror(over == OVER_UNIX ? ENOENT : ECONNREFUSED));
 	capture_begin();
-	b = backend_new("id=r0,server=off,reconnect=1,addr.type=unix,addr.path=%s", p);
+	b = backend_new("id=r0,server=off,reconnect=1,%s", w.opts);
 	lines = capture_end(line, sizeof(line));
 	CHECK_EQ(lines, 1);
-	CHECK(strstr(line, "cannot connect: No such file or directory; trying again "
-		     "every 1 s (reconnect=)"));
+	CHECK(strstr(line, want));
 	pattern(f, sizeof(f), 0);
 	CHECK(!b.nd || !nic_send(b.nd, f, sizeof(f)));
-	if (b.nd && (lfd = peer_listen(p, false)) >= 0 && (fd = peer_accept(lfd)) >= 0)
+	if (b.nd && (lfd = w_listen(&w)) >= 0 && (fd = peer_accept(lfd)) >= 0)
 		reconnects(b.nd, lfd, &fd);
 	backend_free(&b);
 	close_fd(fd);
 	close_fd(lfd);
+	where_free(&w);
 }
 
 /* server=on without a peer: send() refuses, for the NIC to count. */
-static void test_no_peer(const char *dir)
+static void test_no_peer(const char *dir, enum over over)
 {
-	char p[128];
-	struct backend b = backend_new("id=n0,server=on,addr.type=unix,addr.path=%s",
-				       sock_path(dir, "n.sock", p, sizeof(p)));
+	struct where w;
+	struct backend b = { NULL, NULL };
 	uint8_t f[60];
 
+	if (where_new(&w, dir, "n.sock", over))
+		b = server_at(&w, "n0");
 	pattern(f, sizeof(f), 0);
 	CHECK(b.nd && !nic_send(b.nd, f, sizeof(f)));
 	CHECK(!b.nd || b.nd->tx_dropped == 0);
 	backend_free(&b);
+	where_free(&w);
 }
 
 /*
@@ -703,12 +930,14 @@ static void test_no_peer(const char *dir)
  * taken.  The line is waited for, since the thread says it; the peer's
  * frame then arrives after the pause, bounded as every wait.
  */
-static bool accept_fails(struct netdev *nd, const char *p)
+static bool accept_fails(struct netdev *nd, const struct where *w)
 {
 	struct sockaddr_un sun;
-	socklen_t len = unix_addr(&sun, p, false);
+	socklen_t len = w->over == OVER_UNIX ? unix_addr(&sun, w->path, false) : sizeof(w->sin);
+	const struct sockaddr *to = w->over == OVER_UNIX ? (const struct sockaddr *)&sun :
+				    (const struct sockaddr *)&w->sin;
 	struct rlimit old, low;
-	int fd = peer_socket(), probe = dup(2), lines;
+	int fd = socket(to->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), probe = dup(2), lines;
 	char line[512];
 	bool said;
 
@@ -718,7 +947,7 @@ static bool accept_fails(struct netdev *nd, const char *p)
 	/* The lowest free descriptor is probe's: none is left to accept() with. */
 	low = (struct rlimit){ (rlim_t)probe, old.rlim_max };
 	CHECK(!setrlimit(RLIMIT_NOFILE, &low));
-	CHECK(!connect(fd, (struct sockaddr *)&sun, len));
+	CHECK(!connect(fd, to, len));
 	said = capture_wait_for("cannot accept a peer: Too many open files; trying again "
 				"every 1 s (said once)", WAIT_MS / 1000);
 	CHECK(!setrlimit(RLIMIT_NOFILE, &old));
@@ -726,20 +955,23 @@ static bool accept_fails(struct netdev *nd, const char *p)
 	CHECK(said);
 	CHECK_EQ(lines, 1);
 	CHECK(strstr(line, "-netdev stream,id=e0: cannot accept a peer"));
+	CHECK(!fcntl(fd, F_SETFL, O_NONBLOCK));
 	CHECK(to_nic(nd, fd, 60, 1) && to_peer(nd, fd, 60, 2));
 	close(fd);
 	return true;
 }
 
-static void test_accept_fails(const char *dir)
+static void test_accept_fails(const char *dir, enum over over)
 {
-	char p[128];
-	struct backend b = backend_new("id=e0,server=on,addr.type=unix,addr.path=%s",
-				       sock_path(dir, "e.sock", p, sizeof(p)));
+	struct where w;
+	struct backend b = { NULL, NULL };
 
+	if (where_new(&w, dir, "e.sock", over))
+		b = server_at(&w, "e0");
 	if (b.nd)
-		accept_fails(b.nd, p);
+		accept_fails(b.nd, &w);
 	backend_free(&b);
+	where_free(&w);
 }
 
 /* ---- 5: the queues ---- */
@@ -776,29 +1008,30 @@ static unsigned drain_peer(int fd, size_t len, unsigned n)
  */
 static bool tx_bound(struct netdev *nd, int fd, size_t len, unsigned bound)
 {
-	/* What a unix socket's buffers hold beyond the queue, generously. */
-	const unsigned slack = 4096;
-	unsigned n = fill_tx(nd, len, bound + slack);
+	unsigned more = slack(fd, len), n = fill_tx(nd, len, bound + more);
 
-	CHECK(n >= bound && n < bound + slack);
+	CHECK(n >= bound && n < bound + more);
 	CHECK_EQ(drain_peer(fd, len, n), n);
 	REQUIRE(to_peer(nd, fd, len, 7));
 	CHECK_EQ(nd->tx_dropped, 0);
 	return true;
 }
 
-static void test_tx_bound(const char *dir)
+static void test_tx_bound(const char *dir, enum over over)
 {
-	char p[128];
-	int lfd = peer_listen(sock_path(dir, "t.sock", p, sizeof(p)), false), fd = -1;
-	struct backend b = backend_new("id=t0,addr.type=unix,addr.path=%s", p);
+	struct where w;
+	int lfd = -1, fd = -1;
+	struct backend b = { NULL, NULL };
 
-	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0 &&
+	if (where_new(&w, dir, "t.sock", over))
+		b = client_of(&w, "t0", &lfd, &fd);
+	if (b.nd && fd >= 0 &&
 	    tx_bound(b.nd, fd, 1000, QUEUE_FRAMES))
 		tx_bound(b.nd, fd, FRAME_MAX, QUEUE_BYTES / FRAME_MAX);
 	backend_free(&b);
 	close_fd(fd);
 	close_fd(lfd);
+	where_free(&w);
 }
 
 /* rx_dropped has no event of its own: spun on, bounded as the rest. */
@@ -837,36 +1070,42 @@ static bool rx_bound(struct netdev *nd, int fd, size_t len, unsigned n, unsigned
 	return true;
 }
 
-static void test_rx_bound(const char *dir)
+static void test_rx_bound(const char *dir, enum over over)
 {
-	char p[128];
-	int lfd = peer_listen(sock_path(dir, "q.sock", p, sizeof(p)), false), fd = -1;
-	struct backend b = backend_new("id=q0,addr.type=unix,addr.path=%s", p);
+	struct where w;
+	int lfd = -1, fd = -1;
+	struct backend b = { NULL, NULL };
 
-	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0 &&
+	if (where_new(&w, dir, "q.sock", over))
+		b = client_of(&w, "q0", &lfd, &fd);
+	if (b.nd && fd >= 0 &&
 	    rx_bound(b.nd, fd, 60, QUEUE_FRAMES + 76, QUEUE_FRAMES))
 		rx_bound(b.nd, fd, FRAME_MAX, QUEUE_BYTES / FRAME_MAX + 2,
 			 QUEUE_BYTES / FRAME_MAX);
 	backend_free(&b);
 	close_fd(fd);
 	close_fd(lfd);
+	where_free(&w);
 }
 
 /*
  * The peer stops writing and then reading (shutdown, then close): every
  * frame the socket took reaches it whole, and the rest, queued or half
  * written, are dropped and counted, to the frame.  One line says the link
- * is down.
+ * is down.  The peer reads only once the back end has said so: a peer
+ * reading as fast as the back end writes (TCP's buffers are large) could
+ * otherwise take the whole queue before the end of its stream is seen.
  */
 static bool lost_with_queue(struct netdev *nd, int fd)
 {
 	char line[512];
-	unsigned n = fill_tx(nd, 1514, QUEUE_FRAMES + 4096), got;
+	unsigned n = fill_tx(nd, 1514, QUEUE_FRAMES + slack(fd, 1514)), got;
 	int lines;
 
 	REQUIRE(n >= QUEUE_FRAMES);
 	capture_begin();
 	shutdown(fd, SHUT_WR);
+	CHECK(capture_wait_for("the link stays down", WAIT_MS / 1000));
 	got = drain_peer(fd, 1514, n);
 	CHECK(peer_sees_eof(fd));
 	lines = capture_end(line, sizeof(line));
@@ -877,17 +1116,20 @@ static bool lost_with_queue(struct netdev *nd, int fd)
 	return true;
 }
 
-static void test_lost_with_queue(const char *dir)
+static void test_lost_with_queue(const char *dir, enum over over)
 {
-	char p[128];
-	int lfd = peer_listen(sock_path(dir, "l.sock", p, sizeof(p)), false), fd = -1;
-	struct backend b = backend_new("id=l0,addr.type=unix,addr.path=%s", p);
+	struct where w;
+	int lfd = -1, fd = -1;
+	struct backend b = { NULL, NULL };
 
-	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0)
+	if (where_new(&w, dir, "l.sock", over))
+		b = client_of(&w, "l0", &lfd, &fd);
+	if (b.nd && fd >= 0)
 		lost_with_queue(b.nd, fd);
 	backend_free(&b);
 	close_fd(fd);
 	close_fd(lfd);
+	where_free(&w);
 }
 
 /*
@@ -900,7 +1142,7 @@ static bool in_flight(struct netdev *nd, int fd)
 	uint8_t f[4 + 1514];
 
 	REQUIRE(to_nic(nd, fd, 60, 1));
-	REQUIRE(fill_tx(nd, 1514, QUEUE_FRAMES + 4096) >= QUEUE_FRAMES);
+	REQUIRE(fill_tx(nd, 1514, QUEUE_FRAMES + slack(fd, 1514)) >= QUEUE_FRAMES);
 	for (unsigned i = 0; i < 100; i++) {
 		pattern(f, 1514, i);
 		REQUIRE(peer_send(fd, f, 1514));
@@ -912,19 +1154,22 @@ static bool in_flight(struct netdev *nd, int fd)
 	return true;
 }
 
-static void test_free_in_flight(const char *dir)
+static void test_free_in_flight(const char *dir, enum over over)
 {
-	char p[128];
-	int lfd = peer_listen(sock_path(dir, "i.sock", p, sizeof(p)), false), fd = -1;
-	struct backend b = backend_new("id=i0,addr.type=unix,addr.path=%s", p);
+	struct where w;
+	int lfd = -1, fd = -1;
+	struct backend b = { NULL, NULL };
 
-	if (b.nd && lfd >= 0 && (fd = peer_accept(lfd)) >= 0)
+	if (where_new(&w, dir, "i.sock", over))
+		b = client_of(&w, "i0", &lfd, &fd);
+	if (b.nd && fd >= 0)
 		in_flight(b.nd, fd);
 	backend_free(&b);
 	if (fd >= 0)
 		CHECK(peer_sees_eof(fd));
 	close_fd(fd);
 	close_fd(lfd);
+	where_free(&w);
 }
 
 /* ---- 6: options ---- */
@@ -940,8 +1185,32 @@ static const struct {
 } bad_args[] = {
 	{ "id=s0", "addr.type= is missing" },
 	{ "id=s0,addr.type=vsock", "addr.type=vsock" },
-	{ "id=s0,addr.type=inet,addr.host=127.0.0.1,addr.port=5555",
-	  "addr.type=inet: frames over TCP are not supported" },
+	{ "id=s0,addr.type=inet", "addr.type=inet needs addr.host= and addr.port=" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.1", "addr.type=inet needs addr.host= and "
+	  "addr.port=" },
+	{ "id=s0,addr.type=inet,addr.port=5555", "addr.type=inet needs addr.host= and addr.port=" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.1,addr.port=0",
+	  "addr.port=0: not a port number (1 to 65535)" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.1,addr.port=65536",
+	  "addr.port=65536: not a port number (1 to 65535)" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.1,addr.port=http", "addr.port=http: not a port" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.1,addr.port=-1", "addr.port=-1: not a port" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.1,addr.port=80x", "addr.port=80x: not a port" },
+	{ "id=s0,addr.type=inet,addr.host=localhost,addr.port=5555",
+	  "addr.host=localhost: not a numeric IPv4 or IPv6 address (brisk looks no names up)" },
+	{ "id=s0,addr.type=inet,addr.host=[::1],addr.port=5555",
+	  "addr.host=[::1]: not a numeric IPv4 or IPv6 address" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.256,addr.port=5555",
+	  "addr.host=127.0.0.256: not a numeric" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.1,addr.port=5555,addr.path=/tmp/x",
+	  "addr.path= and addr.abstract= are addr.type=unix's" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.1,addr.port=5555,addr.abstract=on",
+	  "addr.path= and addr.abstract= are addr.type=unix's" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.1,addr.port=5555,addr.str=3",
+	  "addr.str= is addr.type=fd's (addr.type=inet takes addr.host= and addr.port=)" },
+	{ "id=s0,addr.type=inet,addr.host=127.0.0.1,addr.port=5555,server=on,reconnect=1",
+	  "reconnect= is server=off's" },
+	{ "id=s0,addr.type=fd,addr.str=0,addr.host=127.0.0.1", "addr.host= and addr.port=" },
 	{ "id=s0,addr.type=unix", "addr.type=unix needs addr.path=" },
 	{ "id=s0,addr.type=unix,addr.path=/tmp/x,addr.port=1", "addr.host= and addr.port=" },
 	{ "id=s0,addr.type=unix,addr.path=/tmp/x,addr.str=3", "addr.str= is addr.type=fd's" },
@@ -953,7 +1222,7 @@ static const struct {
 	{ "id=s0,addr.type=fd,addr.str=x3", "addr.str=x3: not a file descriptor's number" },
 	{ "id=s0,addr.type=fd,addr.str=99999999999", "not a file descriptor's number" },
 	{ "id=s0,addr.type=fd,addr.str=0,addr.path=/tmp/x", "addr.path= and addr.abstract=" },
-	{ "id=s0,addr.type=fd,addr.str=0,reconnect=5", "reconnect= needs addr.type=unix" },
+	{ "id=s0,addr.type=fd,addr.str=0,reconnect=5", "reconnect= needs addr.type=unix or inet" },
 	{ "id=s0,addr.type=unix,addr.path=/tmp/x,bogus=1", "bogus" },
 };
 
@@ -1043,6 +1312,26 @@ static void refused_at_new(const char *dir)
 	unlink(p);
 }
 
+/* The same over TCP: nobody listening at a port, and a port taken. */
+static void refused_at_new_tcp(const char *dir)
+{
+	char arg[256], want[256];
+	struct where w;
+	int lfd = -1;
+
+	if (!where_new(&w, dir, "", OVER_TCP))
+		return;
+	snprintf(arg, sizeof(arg), "id=s0,%s", w.opts);
+	snprintf(want, sizeof(want), "%s: cannot connect: Connection refused (reconnect= "
+		 "would keep trying)", strchr(w.opts, ',') + 1);
+	new_refused(arg, want);
+	snprintf(arg, sizeof(arg), "id=s0,server=on,%s", w.opts);
+	if ((lfd = w_listen(&w)) >= 0)
+		new_refused(arg, "cannot listen there: Address already in use");
+	close_fd(lfd);
+	where_free(&w);
+}
+
 /* A stale socket file (its server gone) is replaced, as QEMU does. */
 static void test_stale(const char *dir)
 {
@@ -1074,8 +1363,48 @@ static void test_help(void)
 	buf[n] = '\0';
 	fclose(f);
 	for (const char *k = "id=\0server=\0addr.type=\0addr.path=\0addr.abstract=\0"
-			     "addr.tight=\0addr.str=\0reconnect=\0"; *k; k += strlen(k) + 1)
+			     "addr.tight=\0addr.str=\0addr.host=\0addr.port=\0reconnect=\0";
+	     *k; k += strlen(k) + 1)
 		CHECK(strstr(buf, k));
+}
+
+/*
+ * IPv6 at ::1, each side: the back end listens at a port the test holds
+ * (as where_new() holds 127.0.0.1's) and the test connects; then the
+ * test listens there and the back end connects.  Without ::1 (no IPv6
+ * here) it skips, saying so.
+ */
+static void test_ipv6(void)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	socklen_t len = sizeof(a);
+	int on = 1, r = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), fd = -1;
+	struct backend b = { NULL, NULL };
+
+	if (r < 0 || setsockopt(r, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0 ||
+	    bind(r, (struct sockaddr *)&a, len) < 0) {
+		check_skip_case("no IPv6 loopback here (%s)", strerror(errno));
+		close_fd(r);
+		return;
+	}
+	CHECK(!getsockname(r, (struct sockaddr *)&a, &len));
+	b = backend_new("id=v6s,server=on,addr.type=inet,addr.host=::1,addr.port=%u",
+			ntohs(a.sin6_port));
+	fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(fd >= 0 && !connect(fd, (struct sockaddr *)&a, len) &&
+	      !fcntl(fd, F_SETFL, O_NONBLOCK));
+	if (b.nd && fd >= 0)
+		CHECK(to_nic(b.nd, fd, 60, 1) && to_peer(b.nd, fd, 1514, 2));
+	backend_free(&b);
+	close_fd(fd);
+	fd = -1;
+	CHECK(!listen(r, 4) && !fcntl(r, F_SETFL, O_NONBLOCK));
+	b = backend_new("id=v6,addr.type=inet,addr.host=::1,addr.port=%u", ntohs(a.sin6_port));
+	if (b.nd && (fd = peer_accept(r)) >= 0)
+		CHECK(to_nic(b.nd, fd, 60, 3) && to_peer(b.nd, fd, 1514, 4));
+	backend_free(&b);
+	close_fd(fd);
+	close_fd(r);
 }
 
 /* ---- passt (tests/net/passt.sh) ---- */
@@ -1173,27 +1502,42 @@ int main(int argc, char **argv)
 		perror("mkdtemp");
 		return 1;
 	}
-	RUN(test_client(dir));
-	RUN(test_server(dir));
+	RUN(test_client(dir, OVER_UNIX));
+	RUN(test_client(dir, OVER_TCP));
+	RUN(test_server(dir, OVER_UNIX));
+	RUN(test_server(dir, OVER_TCP));
 	RUN(test_abstract());
 	RUN(test_fd_client());
 	RUN(test_fd_server(dir));
-	RUN(test_pieces(dir));
-	RUN(test_bad_lengths_server(dir));
-	RUN(test_bad_length_client(dir));
-	RUN(test_one_peer(dir));
-	RUN(test_reconnect(dir));
-	RUN(test_no_peer(dir));
-	RUN(test_accept_fails(dir));
-	RUN(test_tx_bound(dir));
-	RUN(test_rx_bound(dir));
-	RUN(test_lost_with_queue(dir));
-	RUN(test_free_in_flight(dir));
+	RUN(test_pieces(dir, OVER_UNIX));
+	RUN(test_pieces(dir, OVER_TCP));
+	RUN(test_bad_lengths_server(dir, OVER_UNIX));
+	RUN(test_bad_lengths_server(dir, OVER_TCP));
+	RUN(test_bad_length_client(dir, OVER_UNIX));
+	RUN(test_bad_length_client(dir, OVER_TCP));
+	RUN(test_one_peer(dir, OVER_UNIX));
+	RUN(test_one_peer(dir, OVER_TCP));
+	RUN(test_reconnect(dir, OVER_UNIX));
+	RUN(test_reconnect(dir, OVER_TCP));
+	RUN(test_no_peer(dir, OVER_UNIX));
+	RUN(test_no_peer(dir, OVER_TCP));
+	RUN(test_accept_fails(dir, OVER_UNIX));
+	RUN(test_accept_fails(dir, OVER_TCP));
+	RUN(test_tx_bound(dir, OVER_UNIX));
+	RUN(test_tx_bound(dir, OVER_TCP));
+	RUN(test_rx_bound(dir, OVER_UNIX));
+	RUN(test_rx_bound(dir, OVER_TCP));
+	RUN(test_lost_with_queue(dir, OVER_UNIX));
+	RUN(test_lost_with_queue(dir, OVER_TCP));
+	RUN(test_free_in_flight(dir, OVER_UNIX));
+	RUN(test_free_in_flight(dir, OVER_TCP));
 	for (unsigned i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++)
 		refused(bad_args[i].arg, bad_args[i].says);
 	refused_long();
 	refused_fds(dir);
 	refused_at_new(dir);
+	refused_at_new_tcp(dir);
+	RUN(test_ipv6());
 	RUN(test_stale(dir));
 	RUN(test_help());
 	remove_dir(dir);
