@@ -19,6 +19,14 @@
  * The device says what a request is (parse), starts it (submit), what
  * a finished one writes into its chain (complete) and when the driver
  * hears of it (notify).
+ *
+ * A queue whose chains wait for something other than the driver
+ * (virtio-net's receiveq: a frame from the back end) pops on its own
+ * terms with virtio_server_pop_locked() and gives back what it popped
+ * through the same publish and drop: its elements come from the same
+ * cache, its interrupts are decided the same way, and a reset or stop
+ * counts what it holds as it counts a request in flight.  Its ops need
+ * only notify (and complete if it wants it).
  */
 #include <pthread.h>
 #include <sys/eventfd.h>
@@ -170,12 +178,82 @@ void virtio_server_stop_locked(struct virtio_server *sv);
  * end's end of a batch of completions calls virtio_server_batch_done().
  */
 
+/* Requests in the order they go into the used ring, for one publish. */
+struct vs_batch {
+	struct vs_req *head, **tail;
+};
+
+static inline void vs_batch_init(struct vs_batch *b)
+{
+	b->head = NULL;
+	b->tail = &b->head;
+}
+
+/* r->next is NULL, as the pop leaves it. */
+static inline void vs_batch_add(struct vs_batch *b, struct vs_req *r)
+{
+	*b->tail = r;
+	b->tail = &r->next;
+}
+
+/* Kicks the queue as the driver would: served again, after other work. */
+static inline void virtio_server_kick(struct virtio_server *sv)
+{
+	/* Cannot fail short of the counter's overflow, which a set one cannot reach. */
+	(void)eventfd_write(sv->vdev->queues[sv->idx].kick_fd, 1);
+}
+
+/*
+ * The ring's next chain, in an element of the cache stamped with gen: 1,
+ * 0 when the ring has none, -1 when the driver broke the ring's rules
+ * (said here; the device then needs a reset).
+ */
+static inline int virtio_server_take(struct virtio_server *sv, struct virtqueue *vq,
+				     uint32_t gen, struct vs_req **req)
+{
+	struct vq_elem *e;
+	int ret = virtqueue_pop_cached(vq, &sv->cache, &e);
+
+	if (ret < 0)
+		virtio_error(sv->vdev, "%s: queue %u: %s", sv->what, sv->idx,
+			     vq->error ? vq->error : "malformed ring");
+	if (ret <= 0)
+		return ret;
+	struct vs_req *r = (struct vs_req *)e;
+
+	/* Zeroed by the pop beyond the element. */
+	r->gen = gen;
+	r->used_len = 1;
+	*req = r;
+	return 1;
+}
+
 /* n popped requests were pushed or dropped: a stop may be waiting. */
 static inline void virtio_server_settled_locked(struct virtio_server *sv, unsigned n)
 {
 	sv->outstanding -= n;
 	if (!sv->outstanding && sv->stopping)
 		pthread_cond_broadcast(&sv->drained);
+}
+
+/*
+ * Under the lock, for a device that pops on its own terms: as
+ * virtio_server_take(), and *req counts as outstanding (a stop waits for
+ * it) until it is published or dropped.
+ */
+static inline int virtio_server_pop_locked(struct virtio_server *sv, struct vs_req **req)
+{
+	int ret = virtio_server_take(sv, &sv->vdev->queues[sv->idx].vq, sv->gen, req);
+
+	sv->outstanding += ret > 0;
+	return ret;
+}
+
+/* Under the lock: r, popped, goes back unused (a reset, a broken chain). */
+static inline void virtio_server_drop_locked(struct virtio_server *sv, struct vs_req *r)
+{
+	vq_elem_put(&sv->cache, &r->elem);
+	virtio_server_settled_locked(sv, 1);
 }
 
 /*
@@ -252,7 +330,7 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 {
 	struct virtio_device *vdev = sv->vdev;
 	struct virtqueue *vq = &vdev->queues[sv->idx].vq;
-	struct vs_req *now = NULL, **now_tail = &now, *batch = NULL, **tail = &batch;
+	struct vs_batch now, batch;
 	unsigned n, max, added = 0, answered = 0;
 	uint32_t gen;
 	bool more = false, held = false;
@@ -262,12 +340,14 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 		pthread_mutex_unlock(&vdev->lock);
 		return false;
 	}
+	vs_batch_init(&now);
+	vs_batch_init(&batch);
 	/* In locals: parse's stores through guest pointers would reload them. */
 	gen = sv->gen;
 	max = ops->round_max && ops->round_max < vq->num ? ops->round_max : vq->num;
 	virtqueue_set_notification(vq, false);
 	for (n = 0; n < max; n++) {
-		struct vq_elem *e;
+		struct vs_req *r;
 		const char *why = NULL;
 		int ret;
 
@@ -275,19 +355,8 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 			held = true;
 			break;
 		}
-		ret = virtqueue_pop_cached(vq, &sv->cache, &e);
-		if (ret == 0)
+		if (virtio_server_take(sv, vq, gen, &r) <= 0)
 			break;
-		if (ret < 0) {
-			virtio_error(vdev, "%s: queue %u: %s", sv->what, sv->idx,
-				     vq->error ? vq->error : "malformed ring");
-			break;
-		}
-		struct vs_req *r = (struct vs_req *)e;
-
-		/* Zeroed by the pop beyond the element. */
-		r->gen = gen;
-		r->used_len = 1;
 		ret = ops->parse(sv, r, &why);
 		if (ret < 0) {
 			/* Never counted as outstanding: nothing waits for it. */
@@ -297,13 +366,11 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 		}
 		if (ret == 0) {
 			/* In the used ring in the order taken, as a driver may expect. */
-			*now_tail = r;
-			now_tail = &r->next;
+			vs_batch_add(&now, r);
 			answered++;
 			continue;
 		}
-		*tail = r;
-		tail = &r->next;
+		vs_batch_add(&batch, r);
 		added++;
 	}
 	sv->outstanding += added + answered;
@@ -322,11 +389,11 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 			more = !held && virtqueue_has_work(vq);
 		}
 	}
-	if (now)
-		virtio_server_publish_locked(sv, ops, now);
+	if (now.head)
+		virtio_server_publish_locked(sv, ops, now.head);
 	pthread_mutex_unlock(&vdev->lock);
 	if (ops->submit && added)
-		ops->submit(sv, batch);
+		ops->submit(sv, batch.head);
 	return more;
 }
 
@@ -353,7 +420,7 @@ static inline void virtio_server_serve(struct virtio_server *sv,
 	sv->in_kick = false;
 	virtio_server_publish(sv, ops);
 	if (more)
-		(void)eventfd_write(sv->vdev->queues[sv->idx].kick_fd, 1);
+		virtio_server_kick(sv);
 }
 
 #endif
