@@ -22,7 +22,11 @@
  * buffers, no copy, while the held ones take the longest frame it gives;
  * the chains that frame does not use stay held, in order, for the next,
  * rather than go back to the ring: the next read wants them again, and
- * a chain popped twice could read differently the second time.
+ * a chain popped twice could read differently the second time.  Frames,
+ * not kicks, drive it, so the loop over them is its own, but its chains
+ * go through a struct virtio_server as the transmitq's do: popped into
+ * cached elements, held ones counted for a reset, each round published
+ * with one flush and its interrupt.
  *
  * Each round handles at most VNET_BUDGET frames or chains and then kicks
  * itself to come back, so a flooding guest or back end never holds up the
