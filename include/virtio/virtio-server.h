@@ -24,9 +24,10 @@
  * (virtio-net's receiveq: a frame from the back end) pops on its own
  * terms with virtio_server_pop_locked() and gives back what it popped
  * through the same publish and drop: its elements come from the same
- * cache, its interrupts are decided the same way, and a reset or stop
- * counts what it holds as it counts a request in flight.  Its ops need
- * only notify (and complete if it wants it).
+ * cache, its interrupts are decided the same way, and what it holds is
+ * outstanding as a request in flight is (so a stop waits until the
+ * device has published or dropped it).  Its ops need only notify (and
+ * complete if it wants it).
  */
 #include <pthread.h>
 #include <sys/eventfd.h>
