@@ -22,7 +22,11 @@
  * buffers, no copy, while the held ones take the longest frame it gives;
  * the chains that frame does not use stay held, in order, for the next,
  * rather than go back to the ring: the next read wants them again, and
- * a chain popped twice could read differently the second time.
+ * a chain popped twice could read differently the second time.  Frames,
+ * not kicks, drive it, so the loop over them is its own, but its chains
+ * go through a struct virtio_server as the transmitq's do: popped into
+ * cached elements, held ones counted for a reset, each round published
+ * with one flush and its interrupt.
  *
  * Each round handles at most VNET_BUDGET frames or chains and then kicks
  * itself to come back, so a flooding guest or back end never holds up the
@@ -73,6 +77,7 @@ static const uint8_t vnet_default_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 
 
 struct vnet {
 	struct virtio_device vdev;
+	struct virtio_server rx;	/* receiveq's elements, publish, counts and kicks */
 	struct virtio_server tx;	/* transmitq's rounds, publish and kicks */
 	bool vdev_ready;
 	struct virtio_plug *plug;
@@ -86,12 +91,12 @@ struct vnet {
 	unsigned host_mtu;	/* 0: none offered */
 
 	/* under vdev.lock */
-	bool rx_serving;
 	bool mrg;		/* VIRTIO_NET_F_MRG_RXBUF negotiated */
 	bool guest_csum;	/* VIRTIO_NET_F_GUEST_CSUM negotiated: rx headers keep their flags */
 	bool guest_gso;		/* a GUEST_TSO negotiated: frames over the MTU are segments */
 	size_t rx_max;		/* the longest frame the guest takes (VIRTIO_NET_F_MTU's) */
-	struct vq_elem **held;	/* rx chains popped for a frame that does not fit yet, in order */
+	/* rx chains popped for a frame that does not fit yet, in order: outstanding in rx */
+	struct vq_elem **held;
 	unsigned nheld;
 	unsigned held_slots;	/* the ring slots they take */
 	struct iovec *iov;	/* a frame's buffers across chains, for take() */
@@ -121,13 +126,6 @@ static struct virtqueue *vnet_vq(struct vnet *n, unsigned q)
 	return &n->vdev.queues[q].vq;
 }
 
-/* Makes the loop call q's handler again, as a kick from the driver would. */
-static void vnet_rekick(struct vnet *n, unsigned q)
-{
-	/* Cannot fail short of the counter's overflow, which a set one cannot reach. */
-	(void)eventfd_write(n->vdev.queues[q].kick_fd, 1);
-}
-
 /* ---- receive ---- */
 
 enum vnet_fit {
@@ -143,45 +141,51 @@ enum vnet_fit {
  * chain may be many buffers.
  */
 struct vnet_rx_chain {
-	struct vq_elem e;	/* first: virtqueue_pop() allocates the whole */
+	struct vs_req r;	/* first: the server's cache holds the whole */
 	size_t len;
 };
 
+static struct vs_req *vnet_rx_req(struct vq_elem *e)
+{
+	return container_of(e, struct vs_req, elem);
+}
+
 static size_t vnet_chain_len(const struct vq_elem *e)
 {
-	return container_of(e, const struct vnet_rx_chain, e)->len;
+	return container_of(e, const struct vnet_rx_chain, r.elem)->len;
+}
+
+/* A chain the driver broke the rules with: back unused, and NEEDS_RESET. */
+static enum vnet_fit vnet_rx_bad(struct vnet *n, struct vq_elem *e, const char *why)
+{
+	virtio_server_drop_locked(&n->rx, vnet_rx_req(e));
+	virtio_error(&n->vdev, "virtio-net: %s", why);
+	return FIT_BROKEN;
 }
 
 /* Pops one more rx chain onto the held ones. */
 static enum vnet_fit vnet_rx_pop(struct vnet *n)
 {
 	struct virtqueue *vq = vnet_vq(n, VNET_RXQ);
+	struct vs_req *r;
 	struct vq_elem *e;
-	int ret = virtqueue_pop(vq, sizeof(struct vnet_rx_chain), &e);
+	int ret = virtio_server_pop_locked(&n->rx, &r);
 
 	if (ret == 0)
 		return FIT_WAIT;
-	if (ret < 0) {
-		virtio_error(&n->vdev, "virtio-net: receiveq: %s",
-			     vq->error ? vq->error : "malformed ring");
+	if (ret < 0)
 		return FIT_BROKEN;
-	}
+	e = &r->elem;
 	/* VIRTIO 1.2, 5.1.6.3.1: receive buffers are device-writable. */
-	if (e->out_num) {
-		free(e);
-		virtio_error(&n->vdev, "virtio-net: device-readable buffer in receiveq");
-		return FIT_BROKEN;
-	}
+	if (e->out_num)
+		return vnet_rx_bad(n, e, "device-readable buffer in receiveq");
 	/*
 	 * 5.1.6.3.1 again: with MRG_RXBUF each buffer holds at least the
 	 * header, which therefore never straddles two of them.
 	 */
-	container_of(e, struct vnet_rx_chain, e)->len = iov_size(e->in_sg, e->in_num);
-	if (n->mrg && vnet_chain_len(e) < VNET_HDR_LEN) {
-		free(e);
-		virtio_error(&n->vdev, "virtio-net: receive buffer shorter than the header");
-		return FIT_BROKEN;
-	}
+	container_of(r, struct vnet_rx_chain, r)->len = iov_size(e->in_sg, e->in_num);
+	if (n->mrg && vnet_chain_len(e) < VNET_HDR_LEN)
+		return vnet_rx_bad(n, e, "receive buffer shorter than the header");
 	n->held[n->nheld++] = e;
 	/* Kept in the element: the driver may rewrite its ring meanwhile. */
 	e->ndescs = (uint16_t)virtqueue_elem_slots(vq, e);
@@ -270,13 +274,11 @@ static struct iovec *vnet_rx_iov(struct vnet *n, unsigned k, void *hdr, unsigned
 /*
  * The first k held chains, which hold the frame of len bytes (its back
  * end's header included; the header itself in *hdr), to the guest: the
- * header in place, each chain filled (*filled counts the round's) with
- * what it got.
+ * header in place, each chain into the round's batch with what it got.
  */
 static inline void vnet_rx_complete(struct vnet *n, unsigned k, size_t len,
-				    struct virtio_net_hdr_v1 *hdr, unsigned *filled)
+				    struct virtio_net_hdr_v1 *hdr, struct vs_batch *done)
 {
-	struct virtqueue *vq = vnet_vq(n, VNET_RXQ);
 	size_t left = VNET_HDR_LEN + len - n->nd->vnet_hdr_len;
 
 	/*
@@ -291,10 +293,10 @@ static inline void vnet_rx_complete(struct vnet *n, unsigned k, size_t len,
 		size_t got = vnet_chain_len(n->held[i]);
 
 		got = got < left ? got : left;
-		virtqueue_fill(vq, n->held[i], (uint32_t)got, (*filled)++);
+		vnet_rx_req(n->held[i])->used_len = (uint32_t)got;
+		vs_batch_add(done, vnet_rx_req(n->held[i]));
 		left -= got;
 		n->held_slots -= n->held[i]->ndescs;
-		free(n->held[i]);
 	}
 	n->nheld -= k;
 	memmove(n->held, n->held + k, n->nheld * sizeof(*n->held));
@@ -305,7 +307,7 @@ static inline void vnet_rx_complete(struct vnet *n, unsigned k, size_t len,
  * the first k held chains.  false: no memory to describe the buffers,
  * nothing done.
  */
-static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *filled)
+static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, struct vs_batch *done)
 {
 	struct virtio_net_hdr_v1 hdr = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
 	unsigned cnt;
@@ -314,7 +316,7 @@ static bool vnet_rx_deliver(struct vnet *n, unsigned k, size_t len, unsigned *fi
 	if (!iov)
 		return false;
 	n->nd->ops->take(n->nd, iov, cnt);
-	vnet_rx_complete(n, k, len, &hdr, filled);
+	vnet_rx_complete(n, k, len, &hdr, done);
 	/* With recv, n->hiov held those chains: the next read gathers it again. */
 	n->hiov_chains = n->hiov_n = 0;
 	n->hiov_len = 0;
@@ -472,7 +474,7 @@ enum vnet_direct {
  * the guest's buffer: the guest must see the one the copy would give it,
  * and its own memory is no place to read that back from.
  */
-static enum vnet_direct vnet_rx_direct(struct vnet *n, unsigned *filled)
+static enum vnet_direct vnet_rx_direct(struct vnet *n, struct vs_batch *done)
 {
 	struct virtio_net_hdr_v1 hdr = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
 	size_t hl = n->nd->vnet_hdr_len, len, cap;
@@ -499,24 +501,36 @@ static enum vnet_direct vnet_rx_direct(struct vnet *n, unsigned *filled)
 		n->stats.rx_dropped++;
 		return DIRECT_DONE;
 	}
-	vnet_rx_complete(n, vnet_rx_hiov_take(n, VNET_HDR_LEN + len - hl), len, &hdr, filled);
+	vnet_rx_complete(n, vnet_rx_hiov_take(n, VNET_HDR_LEN + len - hl), len, &hdr, done);
 	n->stats.rx_frames++;
 	return DIRECT_DONE;
 }
 
+static void vnet_rx_notify(struct virtio_server *sv)
+{
+	virtio_notify(sv->vdev, VNET_RXQ);
+}
+
+/* Publish and interrupt only: receiveq pops on its own terms. */
+static const struct virtio_server_ops vnet_rx_ops = {
+	.notify = vnet_rx_notify,
+};
+
 /*
  * Gives the guest what the back end has, while its buffers last: one
- * flush and at most one interrupt for the round.
+ * publish, so one flush and at most one interrupt, for the round.
  */
 static void vnet_rx_locked(struct vnet *n)
 {
 	struct virtio_device *vdev = &n->vdev;
-	unsigned filled = 0, frames = 0;
+	struct vs_batch done;
+	unsigned frames = 0;
 	bool idle = false;	/* the back end has nothing for the guest now */
 
+	vs_batch_init(&done);
 	vnet_rx_watch(n, true);
-	while (n->rx_serving && !vdev->broken && frames < VNET_BUDGET && n->nd) {
-		enum vnet_direct d = n->nd->ops->recv ? vnet_rx_direct(n, &filled) : DIRECT_COPY;
+	while (n->rx.serving && !vdev->broken && frames < VNET_BUDGET && n->nd) {
+		enum vnet_direct d = n->nd->ops->recv ? vnet_rx_direct(n, &done) : DIRECT_COPY;
 
 		if (d == DIRECT_BROKEN)
 			break;
@@ -542,18 +556,16 @@ static void vnet_rx_locked(struct vnet *n)
 		if (r == FIT_WAIT || r == FIT_BROKEN)
 			break;
 		frames++;
-		if (r == FIT_NEVER || !vnet_rx_deliver(n, k, len, &filled))
+		if (r == FIT_NEVER || !vnet_rx_deliver(n, k, len, &done))
 			vnet_rx_drop(n);
 		else
 			n->stats.rx_frames++;
 	}
-	/* A broken device touches the rings no more. */
-	if (filled && !vdev->broken) {
-		virtqueue_flush(vnet_vq(n, VNET_RXQ), filled);
-		virtio_notify(vdev, VNET_RXQ);
-	}
+	/* A broken device touches the rings no more: publish only drops. */
+	if (done.head)
+		virtio_server_publish_locked(&n->rx, &vnet_rx_ops, done.head);
 	if (frames == VNET_BUDGET) {
-		vnet_rekick(n, VNET_RXQ);
+		virtio_server_kick(&n->rx);
 	} else if (idle && n->nd->rx_gone) {
 		iothread_del_fd(n->loop, n->nd->rx_fd);
 		n->rx_fd_added = false;
@@ -682,10 +694,11 @@ static void vnet_write_config(struct virtio_device *vdev, uint32_t off,
 	(void)len;
 }
 
-static void vnet_free_held(struct vnet *n)
+/* The held chains back unused: the driver that posted them is gone. */
+static void vnet_rx_drop_held(struct vnet *n)
 {
 	for (unsigned i = 0; i < n->nheld; i++)
-		free(n->held[i]);
+		virtio_server_drop_locked(&n->rx, vnet_rx_req(n->held[i]));
 	n->nheld = 0;
 	n->held_slots = 0;
 	n->hiov_n = 0;
@@ -732,13 +745,13 @@ static int vnet_start(struct virtio_device *vdev)
 	n->mrg = vdev->guest_features >> VIRTIO_NET_F_MRG_RXBUF & 1;
 	n->rx_max = vdev->guest_features >> VIRTIO_NET_F_MTU & 1 ?
 		    n->host_mtu + (size_t)ETH_HLEN : SIZE_MAX;
-	n->rx_serving = vdev->queues[VNET_RXQ].ready;
+	virtio_server_start_locked(&n->rx, vdev->queues[VNET_RXQ].ready);
 	virtio_server_start_locked(&n->tx, vdev->queues[VNET_TXQ].ready);
 	/* What the driver queued before DRIVER_OK, and frames waiting, are served on the loop. */
-	if (n->rx_serving)
-		vnet_rekick(n, VNET_RXQ);
+	if (n->rx.serving)
+		virtio_server_kick(&n->rx);
 	if (n->tx.serving)
-		vnet_rekick(n, VNET_TXQ);
+		virtio_server_kick(&n->tx);
 	return 0;
 }
 
@@ -746,9 +759,9 @@ static void vnet_reset(struct virtio_device *vdev)
 {
 	struct vnet *n = vdev_to_vnet(vdev);
 
-	n->rx_serving = false;
+	virtio_server_reset_locked(&n->rx);
 	virtio_server_reset_locked(&n->tx);
-	vnet_free_held(n);	/* the driver that posted them is gone */
+	vnet_rx_drop_held(n);
 }
 
 static const struct virtio_device_ops vnet_ops = {
@@ -834,6 +847,8 @@ static int vnet_device_init(struct vnet *n, struct machine *m, const struct vnet
 	if (virtio_device_init(&n->vdev, VIRTIO_ID_NET, vnet_features(cfg, n->nd), VNET_CONFIG_LEN,
 			       2, (uint16_t)rx, &m->mem, &vnet_ops, n) < 0)
 		return -1;
+	virtio_server_init(&n->rx, "virtio-net", &n->vdev, VNET_RXQ, &vnet_rx_ops,
+			   sizeof(struct vnet_rx_chain), rx);
 	virtio_server_init(&n->tx, "virtio-net", &n->vdev, VNET_TXQ, &vnet_tx_ops,
 			   sizeof(struct vs_req), tx);
 	n->vdev_ready = true;
@@ -888,11 +903,12 @@ void vnet_free(struct vnet *n)
 		iothread_del_fd(n->loop, n->vdev.queues[VNET_TXQ].kick_fd);
 	if (n->rx_fd_added)
 		iothread_del_fd(n->loop, n->nd->rx_fd);
-	vnet_free_held(n);
+	vnet_rx_drop_held(n);
 	free(n->held);
 	free(n->iov);
 	free(n->hiov);
 	if (n->vdev_ready) {
+		virtio_server_destroy(&n->rx);
 		virtio_server_destroy(&n->tx);
 		virtio_device_destroy(&n->vdev);
 	}
