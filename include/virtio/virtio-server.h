@@ -309,16 +309,6 @@ static inline void virtio_server_batch_done(struct virtio_server *sv,
 		virtio_server_publish(sv, ops);
 }
 
-/* Appends r to a list kept as its first and last: no address escapes. */
-static inline void vs_req_append(struct vs_req **first, struct vs_req **last, struct vs_req *r)
-{
-	if (*last)
-		(*last)->next = r;
-	else
-		*first = r;
-	*last = r;
-}
-
 /*
  * Parses a popped request onto the round's list for now (answered at
  * once) or for the back end: 0 or 1, or -1 if it is bad (the device is
@@ -328,8 +318,7 @@ static inline void vs_req_append(struct vs_req **first, struct vs_req **last, st
  */
 static inline int virtio_server_take(struct virtio_server *sv,
 				     const struct virtio_server_ops *ops, struct vs_req *r,
-				     uint32_t gen, struct vs_req **now, struct vs_req **now_last,
-				     struct vs_req **batch, struct vs_req **batch_last)
+				     uint32_t gen, struct vs_batch *now, struct vs_batch *batch)
 {
 	const char *why = NULL;
 	int ret;
@@ -347,9 +336,9 @@ static inline int virtio_server_take(struct virtio_server *sv,
 	}
 	/* Answered at once: in the used ring in the order taken. */
 	if (ret == 0)
-		vs_req_append(now, now_last, r);
+		vs_batch_add(now, r);
 	else
-		vs_req_append(batch, batch_last, r);
+		vs_batch_add(batch, r);
 	return ret > 0;
 }
 
@@ -372,13 +361,16 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 {
 	struct virtio_device *vdev = sv->vdev;
 	struct virtqueue *vq = &vdev->queues[sv->idx].vq;
-	struct vs_req *popped = NULL, **popped_tail = &popped;
-	struct vs_req *now = NULL, *now_last = NULL, *batch = NULL, *batch_last = NULL;
+	struct vs_batch popped, now, batch;
+	struct vs_req *r;
 	unsigned n, max, added = 0, answered = 0;
 	uint32_t gen;
 	int ret = 0;
 	bool more = false, held = false;
 
+	vs_batch_init(&popped);
+	vs_batch_init(&now);
+	vs_batch_init(&batch);
 	pthread_mutex_lock(&vdev->lock);
 	if (!sv->serving || vdev->broken) {
 		pthread_mutex_unlock(&vdev->lock);
@@ -411,7 +403,7 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 		}
 		if (ops->admit) {
 			ret = virtio_server_take(sv, ops, (struct vs_req *)e, gen,
-						 &now, &now_last, &batch, &batch_last);
+						 &now, &batch);
 			if (ret < 0)
 				break;
 			added += ret;
@@ -420,20 +412,16 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 		}
 		if (e->out_num)
 			__builtin_prefetch(e->out_sg[0].iov_base);
-		*popped_tail = (struct vs_req *)e;
-		popped_tail = &(*popped_tail)->next;
+		vs_batch_add(&popped, (struct vs_req *)e);
 	}
-	*popped_tail = NULL;
-	while (popped) {
-		struct vs_req *r = popped;
-
-		popped = r->next;
+	for (struct vs_req *next = popped.head; (r = next); ) {
+		next = r->next;
 		/* After a bad request the device is broken: the rest is dropped. */
 		if (ret < 0) {
 			vq_elem_put(&sv->cache, &r->elem);
 			continue;
 		}
-		ret = virtio_server_take(sv, ops, r, gen, &now, &now_last, &batch, &batch_last);
+		ret = virtio_server_take(sv, ops, r, gen, &now, &batch);
 		added += ret > 0;
 		answered += !ret;
 	}
@@ -453,11 +441,11 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 			more = !held && virtqueue_has_work(vq);
 		}
 	}
-	if (now)
-		virtio_server_publish_locked(sv, ops, now);
+	if (now.head)
+		virtio_server_publish_locked(sv, ops, now.head);
 	pthread_mutex_unlock(&vdev->lock);
 	if (ops->submit && added)
-		ops->submit(sv, batch);
+		ops->submit(sv, batch.head);
 	return more;
 }
 
