@@ -109,9 +109,21 @@ static void uring_prep_zero(struct blk_uring *u, struct io_uring_sqe *sqe,
  * READV/WRITEV: the kernel then copies and checks no iovec array, about
  * 2.5% of a page-cache read's CPU.
  */
-static bool uring_one_segment(const struct blk_req *req)
+static void uring_prep_rw(struct io_uring_sqe *sqe, int fd, const struct blk_req *req)
 {
-	return req->iovcnt == 1 && req->iov[0].iov_len <= UINT_MAX;
+	bool one = req->iovcnt == 1 && req->iov[0].iov_len <= UINT_MAX;
+	bool read = req->op == BLK_OP_READ;
+	int op = one ? (read ? IORING_OP_READ : IORING_OP_WRITE) :
+		       (read ? IORING_OP_READV : IORING_OP_WRITEV);
+
+	if (one)
+		io_uring_prep_rw(op, sqe, fd, req->iov[0].iov_base,
+				 (unsigned int)req->iov[0].iov_len, req->offset + req->done);
+	else
+		io_uring_prep_rw(op, sqe, fd, req->iov, (unsigned int)req->iovcnt,
+				 req->offset + req->done);
+	if (!read && req->fua)
+		sqe->rw_flags = RWF_DSYNC;
 }
 
 /* Puts req (new or resubmitted) in a ring slot; the caller made room. */
@@ -131,24 +143,8 @@ static void uring_prep(struct blk_uring *u, struct blk_req *req)
 	}
 	switch (req->op) {
 	case BLK_OP_READ:
-		if (uring_one_segment(req))
-			io_uring_prep_read(sqe, fd, req->iov[0].iov_base,
-					   (unsigned int)req->iov[0].iov_len,
-					   req->offset + req->done);
-		else
-			io_uring_prep_readv(sqe, fd, req->iov, req->iovcnt,
-					    req->offset + req->done);
-		break;
 	case BLK_OP_WRITE:
-		if (uring_one_segment(req))
-			io_uring_prep_write(sqe, fd, req->iov[0].iov_base,
-					    (unsigned int)req->iov[0].iov_len,
-					    req->offset + req->done);
-		else
-			io_uring_prep_writev(sqe, fd, req->iov, req->iovcnt,
-					     req->offset + req->done);
-		if (req->fua)
-			sqe->rw_flags = RWF_DSYNC;
+		uring_prep_rw(sqe, fd, req);
 		break;
 	case BLK_OP_FLUSH:
 		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
