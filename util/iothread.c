@@ -243,6 +243,12 @@ void iothread_set_poll_max(struct iothread *t, uint64_t ns)
 	t->poll_max_ns = ns;
 }
 
+void iothread_open_poll_window(struct iothread *t)
+{
+	assert(!t->started);
+	t->poll.ns = t->poll_max_ns;
+}
+
 /* Runs every poller that has work; returns how many did. */
 static unsigned run_ready_pollers(struct iothread *t)
 {

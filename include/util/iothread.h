@@ -70,6 +70,12 @@ struct iothread_poll_window {
 void iothread_poll_adapt(struct iothread_poll_window *w, uint64_t idle_ns, uint64_t max);
 /* Before iothread_start(); 0 (the default) never polls. */
 void iothread_set_poll_max(struct iothread *t, uint64_t ns);
+/*
+ * Before iothread_start(), for tests: the window open at max from the
+ * start, so that no preemption of the thread outlasts it and ends a spin
+ * the test is judging.
+ */
+void iothread_open_poll_window(struct iothread *t);
 int iothread_start(struct iothread *t);
 /* Runs ready handlers once, waiting up to timeout_ms; returns how many ran. */
 int iothread_poll(struct iothread *t, int timeout_ms);
