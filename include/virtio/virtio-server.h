@@ -10,8 +10,8 @@
  * rounds under the device lock (round_max, or a ring's worth), and hands
  * each round to the back end with one submit; the completions ready when
  * a round ends, or when the back end's batch does, go into the used ring
- * together, one flush and at most one interrupt.  It owns what every such device would otherwise write
- * again: notification suppression and its re-check, the polling hooks
+ * together, one flush and at most one interrupt.  It owns what every
+ * such device would otherwise write again: notification suppression and its re-check, the polling hooks
  * of an I/O thread's poller, the round limit and its self-kick, and the
  * counting that a reset (the back end may still touch guest memory) and
  * a stopped queue (every request taken is answered first) wait on.
@@ -312,9 +312,9 @@ static inline void virtio_server_batch_done(struct virtio_server *sv,
 /*
  * Parses a popped request onto the round's list for now (answered at
  * once) or for the back end: 0 or 1, or -1 if it is bad (the device is
- * then broken).  The lists and counts stay the round's locals: parse's
- * stores through guest pointers would make the compiler reload anything
- * whose address was stored.
+ * then broken).  The counts stay in the round's own locals, not behind
+ * a pointer: parse's stores through guest pointers would make the
+ * compiler reload them.
  */
 static inline int virtio_server_take(struct virtio_server *sv,
 				     const struct virtio_server_ops *ops, struct vs_req *r,
