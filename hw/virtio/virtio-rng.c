@@ -205,6 +205,12 @@ static int vrng_parse(struct virtio_server *sv, struct vs_req *req, const char *
 		*why = "device-readable buffer in a request";
 		return -1;
 	}
+	/*
+	 * Admitted just before its pop (include/virtio/virtio-server.h): a
+	 * quota and bytes are there.  A buffer answered with none would
+	 * leave Linux's driver waiting for ever: it never asks again.
+	 */
+	assert(r->quota && (r->src_fd < 0 || r->staged));
 	size_t max = r->quota < VRNG_CHAIN_MAX ? r->quota : VRNG_CHAIN_MAX;
 	ssize_t len = r->src_fd < 0 ? vrng_fill(e->in_sg, e->in_num, max) :
 		      (ssize_t)vrng_fill_staged(r, e->in_sg, e->in_num, max);

@@ -63,7 +63,9 @@ struct virtio_server_ops {
 	 * Optional, under the lock, while the ring has work: whether the
 	 * device takes another request now.  false ends the round with the
 	 * rest left in the ring; the device serves again when it can (a
-	 * rate limit's period ends, its source has bytes again).
+	 * rate limit's period ends, its source has bytes again).  A true
+	 * is for the very next chain: the round pops nothing admit has not
+	 * been asked about, and parses it before asking again.
 	 */
 	bool (*admit)(struct virtio_server *sv);
 	/*
@@ -383,9 +385,20 @@ static inline bool virtio_server_round(struct virtio_server *sv,
 	for (n = 0; n < max; n++) {
 		struct vq_elem *e;
 
-		if (ops->admit && virtqueue_has_work(vq) && !ops->admit(sv)) {
-			held = true;
-			break;
+		/*
+		 * Only a chain admit saw may be popped: one the driver posts
+		 * between a look that finds none and the pop would be parsed
+		 * unadmitted (virtio-rng would answer it with no bytes, and
+		 * Linux's driver then never asks again).  What is posted
+		 * meanwhile is found by the re-check below.
+		 */
+		if (ops->admit) {
+			if (!virtqueue_has_work(vq))
+				break;
+			if (!ops->admit(sv)) {
+				held = true;
+				break;
+			}
 		}
 		/*
 		 * Written out, not virtio_server_pop_locked(): a request's
