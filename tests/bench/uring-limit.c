@@ -14,11 +14,23 @@
  * I/O at that rate, which also has to wake for each request and read it.
  *
  *   uring-limit --file F [--depth N] [--seconds S] [--warmup S] [--direct]
- *               [--rate IOPS]
+ *               [--rate IOPS] [--unregistered]
+ *
+ * --unregistered reads into ordinary buffers (READ, not READ_FIXED), as a
+ * back end whose buffers are the guest's memory does: what fixed buffers
+ * are worth, measured against the default in the same run.
+ *
+ * --notify write|sqe wakes a thread blocked in read(2) on an eventfd, on
+ * --notify-cpu (default 0), after each batch of completions, as a back
+ * end wakes its front end: by write(2), or by an IORING_OP_WRITE that
+ * the loop's next io_uring_enter submits before it waits (one system
+ * call fewer).  The waker's CPU time is not counted.
  *
  * Prints "iops=... ios=... seconds=... backend_cpu_ns_per_io=...".
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <liburing.h>
@@ -27,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,14 +58,57 @@ static void fail(const char *what, int err)
 	exit(1);
 }
 
-/* A read of a random 4 KiB block into slot i's fixed buffer. */
+static bool unregistered;
+
+/* --notify: the front end's stand-in, and how it is woken. */
+enum { NOTIFY_NONE, NOTIFY_WRITE, NOTIFY_SQE };
+#define NOTIFY_TAG UINT64_MAX
+static int notify_fd = -1, notify_cpu;
+static bool notify_stop;
+
+static void *notify_reader(void *arg)
+{
+	cpu_set_t set;
+	uint64_t v;
+
+	(void)arg;
+	CPU_ZERO(&set);
+	CPU_SET(notify_cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	while (!__atomic_load_n(&notify_stop, __ATOMIC_RELAXED))
+		if (read(notify_fd, &v, sizeof(v)) < 0 && errno != EINTR)
+			break;
+	return NULL;
+}
+
+static void notify(struct io_uring *ring, int how)
+{
+	static const uint64_t one = 1;
+	struct io_uring_sqe *sqe;
+
+	if (how == NOTIFY_WRITE) {
+		if (eventfd_write(notify_fd, 1) < 0)
+			fail("eventfd_write", errno);
+		return;
+	}
+	/* No completion on success: a CQE would end the next wait at once. */
+	sqe = io_uring_get_sqe(ring);
+	io_uring_prep_write(sqe, notify_fd, &one, sizeof(one), 0);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	sqe->user_data = NOTIFY_TAG;
+}
+
+/* A read of a random 4 KiB block into slot i's buffer. */
 static void queue_read(struct io_uring *ring, struct iovec *iov, unsigned i, uint64_t blocks)
 {
 	static uint64_t rng = 0x9e3779b97f4a7c15ull;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 
 	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-	io_uring_prep_read_fixed(sqe, 0, iov[i].iov_base, 4096, (rng % blocks) * 4096, (int)i);
+	if (unregistered)
+		io_uring_prep_read(sqe, 0, iov[i].iov_base, 4096, (rng % blocks) * 4096);
+	else
+		io_uring_prep_read_fixed(sqe, 0, iov[i].iov_base, 4096, (rng % blocks) * 4096, (int)i);
 	sqe->flags |= IOSQE_FIXED_FILE;
 	sqe->user_data = i;
 }
@@ -61,7 +117,9 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "file", 1, 0, 'f' }, { "depth", 1, 0, 'd' }, { "seconds", 1, 0, 't' },
-		{ "warmup", 1, 0, 'w' }, { "direct", 0, 0, 'D' }, { "rate", 1, 0, 'r' }, { 0 },
+		{ "warmup", 1, 0, 'w' }, { "direct", 0, 0, 'D' }, { "rate", 1, 0, 'r' },
+		{ "unregistered", 0, 0, 'u' }, { "notify", 1, 0, 'n' },
+		{ "notify-cpu", 1, 0, 'c' }, { 0 },
 	};
 	const char *file = NULL;
 	unsigned depth = 64;
@@ -73,6 +131,10 @@ int main(int argc, char **argv)
 	struct iovec *iov;
 	struct stat st;
 	bool measuring = false;
+	int how = NOTIFY_NONE;
+	pthread_t reader;
+	clockid_t reader_clock;
+	uint64_t rcpu0 = 0, rcpu1 = 0;
 
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
@@ -82,12 +144,19 @@ int main(int argc, char **argv)
 		case 'w': warmup = atof(optarg); break;
 		case 'D': flags |= O_DIRECT; break;
 		case 'r': rate = atof(optarg); break;
+		case 'u': unregistered = true; break;
+		case 'n':
+			how = !strcmp(optarg, "write") ? NOTIFY_WRITE :
+			      !strcmp(optarg, "sqe") ? NOTIFY_SQE : -1;
+			break;
+		case 'c': notify_cpu = atoi(optarg); break;
 		default: exit(2);
 		}
 	}
-	if (!file || depth < 1 || depth > 4096 || seconds <= 0 || rate < 0) {
+	if (!file || depth < 1 || depth > 4096 || seconds <= 0 || rate < 0 || how < 0) {
 		fprintf(stderr, "usage: uring-limit --file F [--depth N] [--seconds S] [--warmup S] "
-			"[--direct] [--rate IOPS]\n");
+			"[--direct] [--rate IOPS] [--unregistered] [--notify write|sqe] "
+			"[--notify-cpu N]\n");
 		return 2;
 	}
 	fd = open(file, flags);
@@ -97,7 +166,8 @@ int main(int argc, char **argv)
 	blocks = (S_ISBLK(st.st_mode) ? (uint64_t)lseek(fd, 0, SEEK_END) : (uint64_t)st.st_size) / 4096;
 	if (!blocks)
 		fail(file, EINVAL);
-	if ((ret = io_uring_queue_init(depth, &ring, 0)) < 0)
+	/* Room for a notify beside every read. */
+	if ((ret = io_uring_queue_init(how == NOTIFY_NONE ? depth : 2 * depth, &ring, 0)) < 0)
 		fail("io_uring_queue_init", -ret);
 	if ((ret = io_uring_register_files(&ring, &fd, 1)) < 0)
 		fail("register_files", -ret);
@@ -109,8 +179,17 @@ int main(int argc, char **argv)
 	}
 	if (!iov)
 		fail("buffers", ENOMEM);
-	if ((ret = io_uring_register_buffers(&ring, iov, depth)) < 0)
+	if (!unregistered && (ret = io_uring_register_buffers(&ring, iov, depth)) < 0)
 		fail("register_buffers", -ret);
+
+	if (how != NOTIFY_NONE) {
+		notify_fd = eventfd(0, EFD_CLOEXEC);
+		if (notify_fd < 0)
+			fail("eventfd", errno);
+		if ((ret = pthread_create(&reader, NULL, notify_reader, NULL)) ||
+		    (ret = pthread_getcpuclockid(reader, &reader_clock)))
+			fail("notify thread", ret);
+	}
 
 	unsigned *free_slots = calloc(depth, sizeof(*free_slots)), nfree = 0;
 	uint64_t due = 0, k = 0;
@@ -152,7 +231,12 @@ int main(int argc, char **argv)
 			/* Submits what the last reap queued, and waits for one or more. */
 			fail("io_uring_enter", -ret);
 		}
+		unsigned seen = 0;
+
 		io_uring_for_each_cqe(&ring, head, cqe) {
+			seen++;
+			if (cqe->user_data == NOTIFY_TAG)
+				fail("notify write", cqe->res < 0 ? -cqe->res : EIO);
 			if (cqe->res != 4096)
 				fail("read", cqe->res < 0 ? -cqe->res : EIO);
 			if (rate)
@@ -161,22 +245,28 @@ int main(int argc, char **argv)
 				queue_read(&ring, iov, (unsigned)cqe->user_data, blocks);
 			got++;
 		}
-		io_uring_cq_advance(&ring, got);
+		io_uring_cq_advance(&ring, seen);
+		if (got && how != NOTIFY_NONE)
+			notify(&ring, how);
 		t = clock_ns(CLOCK_MONOTONIC);
 		if (measuring)
 			ios += got;
 		if (!measuring && t >= t_meas) {
 			measuring = true;
 			cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+			if (how != NOTIFY_NONE)
+				rcpu0 = clock_ns(reader_clock);
 			t_meas = t;
 		} else if (measuring && t >= t_end) {
 			cpu1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+			if (how != NOTIFY_NONE)
+				rcpu1 = clock_ns(reader_clock);
 			t1 = t;
 			break;
 		}
 	}
 	printf("iops=%.0f ios=%llu seconds=%.3f backend_cpu_ns_per_io=%.0f\n",
 	       ios / ((t1 - t_meas) / 1e9), (unsigned long long)ios, (t1 - t_meas) / 1e9,
-	       ios ? (double)(cpu1 - cpu0) / ios : 0.0);
+	       ios ? (double)(cpu1 - cpu0 - (rcpu1 - rcpu0)) / ios : 0.0);
 	return 0;
 }
