@@ -97,13 +97,13 @@ if [ -z "$inner" ]; then
 	done
 	pats=(-f "$outdir/pa:/pat/pa" -f "$outdir/pb:/pat/pb" -f "$outdir/pc:/pat/pc")
 	if want split || want packed || want durable || want reset; then
-		"$here/mkinitrd" -a "$arch" -o "$outdir/blk-guest.img" -i "$here/blk-init.sh" \
+		"$here/mkinitrd" -v -a "$arch" -o "$outdir/blk-guest.img" -i "$here/blk-init.sh" \
 			"${pats[@]}" || exit 1
 	fi
 	# The fs boot's guest also carries e2fsprogs, util-linux's discard
 	# tools and fio, with their libraries.
 	if want fs; then
-		"$here/mkinitrd" -a "$arch" -o "$outdir/blk-fs.img" -i "$here/blk-init.sh" "${pats[@]}" \
+		"$here/mkinitrd" -v -a "$arch" -o "$outdir/blk-fs.img" -i "$here/blk-init.sh" "${pats[@]}" \
 			-m ext4 -m crc32c_generic -b mkfs.ext4 -b e2fsck -b filefrag \
 			-b blkdiscard -b fallocate -b fio || exit 1
 	fi

@@ -56,7 +56,7 @@ if [ -z "$inner" ]; then
 		kernel=$KMOD_ROOT/boot/vmlinuz-$kver
 	fi
 	mkdir -p "$outdir" && outdir=$(realpath "$outdir") || exit 1
-	"$here/mkinitrd" -a "$arch" -o "$outdir/guest.img" -i "$here/guest-init.sh" \
+	"$here/mkinitrd" -v -a "$arch" -o "$outdir/guest.img" -i "$here/guest-init.sh" \
 		-m virtio_rng || exit 1
 	cd "$outdir" || exit 1
 	args=(--inner --outdir "$outdir" --kernel "$kernel" ${only:+--only "$only"})

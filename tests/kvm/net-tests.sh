@@ -73,7 +73,7 @@ if [ -z "$inner" ]; then
 	# Fresh each run, so no stale file can match.
 	head -c $((mib << 20)) /dev/urandom >"$outdir/src.img" || die "cannot write $outdir/src.img"
 	head -c $((mib << 20)) /dev/urandom >"$outdir/send.bin" || die "cannot write $outdir/send.bin"
-	"$here/mkinitrd" -a "$arch" -o "$outdir/net-guest.img" -i "$here/net-init.sh" \
+	"$here/mkinitrd" -v -a "$arch" -o "$outdir/net-guest.img" -i "$here/net-init.sh" \
 		-m virtio_net || exit 1
 	cd "$outdir" || exit 1
 	exec "$here/with-kvm" --whole-stdout --timeout "${BRISK_NET_TESTS_TIMEOUT:-900}" \
