@@ -21,6 +21,9 @@ struct kvm_vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool started;
+	/* Where the guest was when the thread stopped: -timeout says so. */
+	uint64_t stop_pc;
+	bool stop_pc_valid;
 };
 
 struct kvm_msi_route {
@@ -86,6 +89,8 @@ int kvm_arch_vcpu_init(struct kvm_vcpu *v, const struct cpu_entry *entry);
 int kvm_arch_vcpus_ready(struct kvm_vm *vm);
 /* The state brisk enters a kernel in; also the test guest's (check.c). */
 int kvm_arch_set_entry(struct kvm_vcpu *v, const struct cpu_entry *entry);
+/* The guest's program counter (x86: RIP), on the vCPU's own thread. */
+int kvm_arch_vcpu_pc(struct kvm_vcpu *v, uint64_t *pc);
 /*
  * An exit the common loop does not know.  Returns false once the vCPU
  * must stop; unknown exits end the VM.

@@ -248,6 +248,40 @@ int kvm_vm_done_fd(struct kvm_vm *vm)
 	return vm->done_fd;
 }
 
+/*
+ * A guest that ran out of time is a hang someone must find: its line
+ * says where each vCPU was (an idle loop waiting for an interrupt, a
+ * spin, a fault loop), with as many vCPUs as the line holds.
+ */
+static void vm_why_add_pcs(struct kvm_vm *vm)
+{
+	size_t len = strlen(vm->why);
+	bool any = false;
+
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		const struct kvm_vcpu *v = &vm->vcpus[i];
+		char one[48];
+		int n;
+
+		if (!v->started || !v->stop_pc_valid)
+			continue;
+		n = snprintf(one, sizeof(one), "%svCPU %u at 0x%llx", any ? ", " : " (", i,
+			     (unsigned long long)v->stop_pc);
+		/* What does not fit ends in "...": room for ", ...)" is kept. */
+		if (len + (size_t)n + sizeof(", ...)") > sizeof(vm->why)) {
+			len += (size_t)snprintf(vm->why + len, sizeof(vm->why) - len, "%s...",
+						any ? ", " : " (");
+			any = true;
+			break;
+		}
+		memcpy(vm->why + len, one, (size_t)n + 1);
+		len += (size_t)n;
+		any = true;
+	}
+	if (any)
+		snprintf(vm->why + len, sizeof(vm->why) - len, ")");
+}
+
 int kvm_vm_stop(struct kvm_vm *vm, const char **why)
 {
 	/* Also the error path: a VM nobody shut down stops as a failure. */
@@ -255,6 +289,8 @@ int kvm_vm_stop(struct kvm_vm *vm, const char **why)
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		if (vm->vcpus[i].started)
 			pthread_join(vm->vcpus[i].thread, NULL);
+	if (vm->status == BRISK_EXIT_TIMEOUT)
+		vm_why_add_pcs(vm);
 	*why = vm->why[0] ? vm->why : NULL;
 	return vm->status;
 }

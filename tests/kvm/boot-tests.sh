@@ -15,7 +15,8 @@
 # in local time (-rtc base=localtime) in the reboot boot, /dev/hwrng read
 # through -device virtio-rng-pci in the poweroff boot, and a triple fault
 # (exit 1); in the 4-CPU boot a CPU taken offline and back (arm64: PSCI);
-# -timeout's exit 124 and one line with a guest that never makes progress.
+# -timeout's exit 124 and one line, naming where each vCPU was, with a
+# guest that never makes progress.
 # All boots share one with-kvm host, since a nested host costs tens of
 # seconds to start.  --qemu runs the same boots under qemu-system-x86_64
 # -accel kvm (where QEMU differs, e.g. its panic status, the expectation
@@ -142,8 +143,12 @@ boot() {
 	# TZ=... first among the VMM's arguments: brisk's time zone.
 	case ${1:-} in TZ=*) tz=$1; shift ;; esac
 	if [ "$vmm" = brisk ]; then
+		# brisk's own -timeout before the guard's kill: a guest that
+		# hangs then says where each vCPU was (in brisk's line on stderr).
+		local limit=()
+		case " $* " in *" -timeout "*) ;; *) limit=(-timeout $((guard_s - 10))) ;; esac
 		cmd=("${run[@]}" ${tz:+env "$tz"} "$brisk" -kernel "$kernel" -initrd "$initrd" -append "$append"
-			-m "${mem_mb}M" -smp "$smp" "$@")
+			-m "${mem_mb}M" -smp "$smp" "$@" "${limit[@]}")
 	else
 		cmd=(qemu-system-x86_64 -accel kvm -cpu host -machine q35
 			-m "$mem_mb" -smp "$smp" -kernel "$kernel" -initrd "$initrd"
@@ -360,6 +365,14 @@ if [ "$vmm" = brisk ] && case ,$only, in ,,|*,"$name",*) true ;; *) false ;; esa
 	[ "$(wc -l <"$outdir/$name.err")" = 1 ] && grep -q "^brisk: .*timeout" "$outdir/$name.err"
 	tap_status $? "$name: one line on stderr, the timeout's" \
 		"$(head -n 20 "$outdir/$name.err" | tr '\n' '|')"
+	# The line says where the boot vCPU loops: the image's first
+	# instruction, the 64-bit entry 0x200 into a kernel loaded at 1 MiB
+	# (Documentation/arch/x86/boot.rst), or the start of RAM on arm64
+	# (docs/architecture.md's map; text_offset 0).
+	case $arch in x86_64) at=0x100200 ;; *) at=0x40000000 ;; esac
+	grep -q "(vCPU 0 at $at, vCPU 1 at 0x[0-9a-f]*)$" "$outdir/$name.err"
+	tap_status $? "$name: the line says vCPU 0 was at $at, and where vCPU 1 was" \
+		"$(head -n 1 "$outdir/$name.err")"
 fi
 tap_diag "with-kvm: nested host start retries: ${BRISK_WITH_KVM_RETRIES:-0}"
 [ "$tap_failed" -eq 0 ] || tap_diag "$tap_failed of $tap_n checks failed"

@@ -54,6 +54,11 @@ int kvm_arch_set_entry(struct kvm_vcpu *v, const struct cpu_entry *e)
 	return set_reg(v, CORE_REG(regs.pc), e->pc);
 }
 
+int kvm_arch_vcpu_pc(struct kvm_vcpu *v, uint64_t *pc)
+{
+	return get_reg(v, CORE_REG(regs.pc), pc);
+}
+
 /*
  * The device tree names each CPU by its MPIDR; the board derives them from
  * the vCPU index the way KVM assigns them (kvm_arm_vcpu_mpidr()).  Check

@@ -236,6 +236,16 @@ int kvm_arch_set_entry(struct kvm_vcpu *v, const struct cpu_entry *e)
 	return ioctl(v->fd, KVM_SET_REGS, &regs);
 }
 
+int kvm_arch_vcpu_pc(struct kvm_vcpu *v, uint64_t *pc)
+{
+	struct kvm_regs regs;
+
+	if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0)
+		return -1;
+	*pc = regs.rip;
+	return 0;
+}
+
 int kvm_arch_vcpu_init(struct kvm_vcpu *v, const struct cpu_entry *entry)
 {
 	const char *what;
