@@ -130,7 +130,7 @@ MiB=1048576
 . "$here/lib/boot-end.sh"
 # What a boot's end says (boot-end.sh); finish_boot NAME checks brisk's
 # stderr for sanitizer reports too.
-vm_who=brisk vm_hung="brisk hung past -timeout" vm_tail=40
+vm_who=brisk vm_hung="brisk hung past -timeout" vm_tail=40 vm_kernel=$kernel
 
 # mkdisk FILE BYTES [PAT@MIB]...: a sparse image with host patterns in it.
 mkdisk() {
@@ -346,7 +346,7 @@ if want split; then
 	# snapshot=on: the guest reads back what it wrote, from brisk's
 	# private copy (in a nested host, whose /var/tmp is read-only, in /tmp).
 	run_vm $b "" prep_split -m 512M -smp 1 \
-		-append "console=$console quiet blk.w=brisk-a:3:pa blk.r=brisk-a:5 blk.w=brisk-b:7:pc blk.r=brisk-b:2 blk.r=brisk-ro:1 blk.ro=brisk-ro:1:pb blk.w=brisk-snap:3:pa blk.r=brisk-snap:3" \
+		-append "console=$console quiet nokaslr blk.w=brisk-a:3:pa blk.r=brisk-a:5 blk.w=brisk-b:7:pc blk.r=brisk-b:2 blk.r=brisk-ro:1 blk.ro=brisk-ro:1:pb blk.w=brisk-snap:3:pa blk.r=brisk-snap:3" \
 		-drive file=a.raw,if=none,id=d0,format=raw,aio=io_uring,cache=none \
 		-device virtio-blk-pci,drive=d0,packed=off,queue-size=256,serial=brisk-a \
 		-drive file=b.raw,if=none,id=d1,format=raw,aio=threads,cache=writeback \
@@ -385,7 +385,7 @@ if want split; then
 		g_sum=$(md5sum <g.raw)
 	}
 	run_vm $b "" prep_snapshot -m 512M -smp 1 -snapshot \
-		-append "console=$console quiet blk.w=brisk-g:3:pa blk.r=brisk-g:3" \
+		-append "console=$console quiet nokaslr blk.w=brisk-g:3:pa blk.r=brisk-g:3" \
 		-drive file=g.raw,if=none,id=d0,format=raw \
 		-device virtio-blk-pci,drive=d0,serial=brisk-g
 	expect_exit $b 0
@@ -404,7 +404,7 @@ if want packed; then
 		mkdisk q.raw $((41 * MiB + 4096)) pb@4
 	}
 	run_vm $b "" prep_packed -m 512M -smp 2 \
-		-append "console=$console quiet blk.w=brisk-p:6:pb blk.r=brisk-p:9 blk.w=:12:pa blk.r=:4" \
+		-append "console=$console quiet nokaslr blk.w=brisk-p:6:pb blk.r=brisk-p:9 blk.w=:12:pa blk.r=:4" \
 		-drive file=p.raw,if=none,id=d0,format=raw,aio=io_uring,cache=none \
 		-device virtio-blk-pci,drive=d0,packed=on,num-queues=2,queue-size=1024,serial=brisk-p \
 		-drive file=q.raw,if=virtio,format=raw
@@ -519,7 +519,7 @@ if want durable; then
 	# Made first: the drives' paths are known only then.
 	prep_durable
 	run_vm $b "$mark" true -m 512M -smp 2 \
-		-append "console=$console quiet$dw blk.sync=$mark" \
+		-append "console=$console quiet nokaslr$dw blk.sync=$mark" \
 		-drive file="$wdev",if=none,id=d0,format=raw,aio=io_uring,cache=writeback \
 		-device virtio-blk-pci,drive=d0,serial=brisk-wb \
 		-drive file="$ndev",if=none,id=d1,format=raw,aio=io_uring,cache=none \
@@ -571,7 +571,7 @@ if want reset; then
 		mkdisk s.raw $((64 * MiB)) pc@2
 	}
 	run_vm $b "" prep_reset -m 512M -smp 2 \
-		-append "console=$console quiet iomem=relaxed blk.reset=brisk-r1 blk.r=brisk-r1:2 blk.reset=brisk-r2 blk.r=brisk-r2:2 blk.reset=brisk-r1 blk.hardreset=brisk-r2" \
+		-append "console=$console quiet nokaslr iomem=relaxed blk.reset=brisk-r1 blk.r=brisk-r1:2 blk.reset=brisk-r2 blk.r=brisk-r2:2 blk.reset=brisk-r1 blk.hardreset=brisk-r2" \
 		-drive file=r.raw,if=none,id=d0,format=raw,aio=io_uring,cache=none \
 		-device virtio-blk-pci,drive=d0,packed=off,queue-size=256,serial=brisk-r1 \
 		-drive file=s.raw,if=none,id=d1,format=raw,aio=io_uring,cache=writeback \
@@ -645,7 +645,7 @@ big_boot() {
 	punch=no
 	fallocate -p -o 0 -l 65536 "$ddir/probe" 2>/dev/null && is_hole "$ddir/probe" 0 65536 && punch=yes
 	run_vm_tty $b -m "${gib}G" -smp "$smp" \
-		-append "console=$console quiet blk.ext4=brisk-fs blk.discard=brisk-raw:8:4 blk.zero=brisk-raw:12:2 blk.fio=brisk-raw:32:8 blk.features=brisk-plain blk.fio=brisk-plain:0:8 blk.shell" \
+		-append "console=$console quiet nokaslr blk.ext4=brisk-fs blk.discard=brisk-raw:8:4 blk.zero=brisk-raw:12:2 blk.fio=brisk-raw:32:8 blk.features=brisk-plain blk.fio=brisk-plain:0:8 blk.shell" \
 		-drive "file=$ddir/fs.raw,if=none,id=d0,format=raw,aio=io_uring,cache=writeback" \
 		-device virtio-blk-pci,drive=d0,num-queues=4,iothreads=2,serial=brisk-fs \
 		-drive "file=$ddir/raw.raw,if=none,id=d1,format=raw,aio=threads,cache=writeback" \

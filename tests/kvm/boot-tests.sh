@@ -93,6 +93,8 @@ guard_s=${BRISK_BOOT_TESTS_GUARD:-90}
 . "$here/../lib/tap.sh"
 . "$here/lib/console.sh"
 . "$here/lib/stuck-image.sh"
+# vcpu_places: where a boot that hung was.
+. "$here/lib/boot-end.sh"
 # Seconds between two $EPOCHREALTIME stamps.
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
@@ -132,7 +134,8 @@ rtc_check() {
 boot() {
 	local name=$1 smp=$2 mem_mb=$3 action=$4 want=$5; shift 5
 	case ,$only, in ,,|*,"$name",*) ;; *) return 0 ;; esac
-	local append="console=$console quiet brisk.test=$action $token"
+	# nokaslr: the kernel's System.map names where a hung guest was.
+	local append="console=$console quiet nokaslr brisk.test=$action $token"
 	[ -n "$dx_addr" ] && append="$append brisk.dx=$dx_addr"
 	[ -n "$pv_addr" ] && append="$append brisk.pv=$pv_addr"
 	[ "$action" = panic ] && [ -z "$pvpanic" ] && append="$append panic=-1"
@@ -263,6 +266,7 @@ boot() {
 			echo "== $name: the console (its first oops, its last 30 lines), then brisk's stderr"
 			sed 's/^[^ ]* //' "$log" | console_excerpt 30
 			tail -n 10 "$log.err"
+			[ "$vmm" = brisk ] && vcpu_places "$kernel" "$log.err"
 		} | console_show
 	fi
 }

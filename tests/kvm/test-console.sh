@@ -87,6 +87,37 @@ vm_powered_off() { false; }
 tap_check "vm_failure: exit 0 without the power-off is a reset" \
 	[ "$(why 0)" = "the guest reset before its power-off" ]
 
+# vcpu_places: where -timeout's line says the vCPUs were, named from a
+# map written here as the kernel writes System.map.
+mkdir "$dir/boot" && : >"$dir/boot/vmlinuz-9.9"
+printf '%s\n' '0000000000000000 A fixed_percpu_data' 'ffffffff81000000 T _text' \
+	'ffffffff81000000 T startup_64' 'ffffffff81001000 t a_local' \
+	'ffffffff81002000 T default_idle' 'ffffffff81003000 D some_data' \
+	'ffffffff81004000 T _etext' >"$dir/boot/System.map-9.9"
+echo "brisk: timeout: guest still running after 80 s (vCPU 0 at 0xffffffff81002010," \
+	"vCPU 1 at 0x4f3aff0, vCPU 2 at 0xffffffff81003010, vCPU 3 at 0xffffffff81001000)" >"$dir/t.err"
+out=$(vcpu_places "$dir/boot/vmlinuz-9.9" "$dir/t.err")
+tap_check "vcpu_places: a vCPU in the kernel's text is named by its function and offset" \
+	[ "$(sed -n 1p <<<"$out")" = "vCPU 0 at 0xffffffff81002010: default_idle+0x10" ]
+tap_check "vcpu_places: one outside it is said to be" \
+	[ "$(sed -n 2p <<<"$out")" = "vCPU 1 at 0x4f3aff0: not in the kernel's text (user space, or before the kernel ran)" ]
+tap_check "vcpu_places: only text symbols name a place, local ones too" \
+	[ "$(sed -n 3,4p <<<"$out")" = "$(printf '%s\n' "vCPU 2 at 0xffffffff81003010: default_idle+0x1010" "vCPU 3 at 0xffffffff81001000: a_local+0x0")" ]
+tap_check "vcpu_places: one line per vCPU" [ "$(wc -l <<<"$out")" -eq 4 ]
+tap_check "vcpu_places: nothing without the kernel's map" \
+	[ -z "$(vcpu_places "$dir/vmlinuz-9.9" "$dir/t.err")" ]
+# Debian's System.map says only where the real one is: the running
+# kernel's symbols stand in when it is the guest's.
+mv "$dir/boot/System.map-9.9" "$dir/kallsyms"
+echo "ffffffffffffffff B The real System.map is in the -dbg package" >"$dir/boot/System.map-9.9"
+tap_check "vcpu_places: an empty map and another running kernel: nothing" \
+	[ -z "$(vcpu_kallsyms=$dir/kallsyms vcpu_release=9.8 vcpu_places "$dir/boot/vmlinuz-9.9" "$dir/t.err")" ]
+tap_check "vcpu_places: an empty map: the running kernel's symbols, when it is the guest's" \
+	[ "$(vcpu_kallsyms=$dir/kallsyms vcpu_release=9.9 vcpu_places "$dir/boot/vmlinuz-9.9" "$dir/t.err")" = "$out" ]
+sed 's/^ffffffff8100[0-9]000/0000000000000000/' "$dir/kallsyms" >"$dir/kallsyms0"
+tap_check "vcpu_places: symbols whose addresses are hidden (kptr_restrict): nothing" \
+	[ -z "$(vcpu_kallsyms=$dir/kallsyms0 vcpu_release=9.9 vcpu_places "$dir/boot/vmlinuz-9.9" "$dir/t.err")" ]
+
 # finish_boot, in a subshell each: its checks count there.
 out=$(finish_boot split 2>"$dir/err")
 tap_check "finish_boot NAME: checks brisk's stderr..." \
