@@ -1089,14 +1089,6 @@ static void test_rx_bound(const char *dir, enum over over)
 }
 
 /*
- * The peer stops writing and then reading (shutdown, then close): every
- * frame the socket took reaches it whole, and the rest, queued or half
- * written, are dropped and counted, to the frame.  One line says the link
- * is down.  The peer reads only once the back end has said so: a peer
- * reading as fast as the back end writes (TCP's buffers are large) could
- * otherwise take the whole queue before the end of its stream is seen.
- */
-/*
  * Over TCP both ends' buffers fixed (which turns their autotuning off):
  * a send buffer grown after the queue filled would take the whole queue
  * before the link goes down, and leave the case nothing to drop.
@@ -1111,6 +1103,14 @@ static void fixed_buffers(int fd)
 	CHECK(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)) == 0);
 }
 
+/*
+ * The peer stops writing and then reading (shutdown, then close): every
+ * frame the socket took reaches it whole, and the rest, queued or half
+ * written, are dropped and counted, to the frame.  One line says the link
+ * is down.  The peer reads only once the back end has said so: a peer
+ * reading as fast as the back end writes (TCP's buffers are large) could
+ * otherwise take the whole queue before the end of its stream is seen.
+ */
 static bool lost_with_queue(struct netdev *nd, int fd)
 {
 	char line[512];
