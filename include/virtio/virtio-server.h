@@ -6,15 +6,16 @@
  * Serving one virtqueue on an I/O thread (or the main loop, which is
  * one): for a device whose requests go to a back end and come back later
  * (virtio-blk), or are answered as they are popped (virtio-rng,
- * virtio-net's transmitq).  The server pops in
- * rounds under the device lock (round_max, or a ring's worth), and hands
- * each round to the back end with one submit; the completions ready when
- * a round ends, or when the back end's batch does, go into the used ring
- * together, one flush and at most one interrupt.  It owns what every
- * such device would otherwise write again: notification suppression and its re-check, the polling hooks
- * of an I/O thread's poller, the round limit and its self-kick, and the
- * counting that a reset (the back end may still touch guest memory) and
- * a stopped queue (every request taken is answered first) wait on.
+ * virtio-net's transmitq).  The server pops in rounds under the device
+ * lock (round_max, or a ring's worth), and hands each round to the back
+ * end with one submit; the completions ready when a round ends, or when
+ * the back end's batch does, go into the used ring together, one flush
+ * and at most one interrupt.  It owns what every such device would
+ * otherwise write again: notification suppression and its re-check, the
+ * polling hooks of an I/O thread's poller, the round limit and its
+ * self-kick, and the counting that a reset (the back end may still touch
+ * guest memory) and a stopped queue (every request taken is answered
+ * first) wait on.
  *
  * The device says what a request is (parse), starts it (submit), what
  * a finished one writes into its chain (complete) and when the driver
