@@ -241,10 +241,8 @@ int main(int argc, char **argv)
 			/* Submits what the last reap queued, and waits for one or more. */
 			fail("io_uring_enter", -ret);
 		}
-		unsigned seen = 0;
-
 		io_uring_for_each_cqe(&ring, head, cqe) {
-			seen++;
+			/* A notify posts a completion only when it failed. */
 			if (cqe->user_data == NOTIFY_TAG)
 				fail("notify write", cqe->res < 0 ? -cqe->res : EIO);
 			if (cqe->res != 4096)
@@ -255,7 +253,7 @@ int main(int argc, char **argv)
 				queue_read(&ring, iov, (unsigned)cqe->user_data, blocks);
 			got++;
 		}
-		io_uring_cq_advance(&ring, seen);
+		io_uring_cq_advance(&ring, got);
 		if (got && how != NOTIFY_NONE)
 			notify(&ring, how);
 		t = clock_ns(CLOCK_MONOTONIC);
