@@ -22,8 +22,7 @@ struct kvm_vcpu {
 	pthread_t thread;
 	bool started;
 	/* Where the guest was when the thread stopped: -timeout says so. */
-	uint64_t stop_pc;
-	bool stop_pc_valid;
+	struct kvm_vcpu_place stop;
 };
 
 struct kvm_msi_route {

@@ -253,33 +253,46 @@ int kvm_vm_done_fd(struct kvm_vm *vm)
  * says where each vCPU was (an idle loop waiting for an interrupt, a
  * spin, a fault loop), with as many vCPUs as the line holds.
  */
-static void vm_why_add_pcs(struct kvm_vm *vm)
+void kvm_why_add_places(char *why, size_t size, const struct kvm_vcpu_place *p,
+			unsigned n)
 {
-	size_t len = strlen(vm->why);
+	size_t len = strlen(why);
 	bool any = false;
 
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		const struct kvm_vcpu *v = &vm->vcpus[i];
+	assert(len < size);
+	for (unsigned i = 0; i < n; i++) {
 		char one[48];
-		int n;
+		int k;
 
-		if (!v->started || !v->stop_pc_valid)
+		if (!p[i].known)
 			continue;
-		n = snprintf(one, sizeof(one), "%svCPU %u at 0x%llx", any ? ", " : " (", i,
-			     (unsigned long long)v->stop_pc);
+		k = snprintf(one, sizeof(one), "%svCPU %u at 0x%llx", any ? ", " : " (", i,
+			     (unsigned long long)p[i].pc);
 		/* What does not fit ends in "...": room for ", ...)" is kept. */
-		if (len + (size_t)n + sizeof(", ...)") > sizeof(vm->why)) {
-			len += (size_t)snprintf(vm->why + len, sizeof(vm->why) - len, "%s...",
-						any ? ", " : " (");
+		if (len + (size_t)k + sizeof(", ...)") > size) {
+			len += (size_t)snprintf(why + len, size - len, "%s...", any ? ", " : " (");
 			any = true;
 			break;
 		}
-		memcpy(vm->why + len, one, (size_t)n + 1);
-		len += (size_t)n;
+		memcpy(why + len, one, (size_t)k + 1);
+		len += (size_t)k;
 		any = true;
 	}
-	if (any)
-		snprintf(vm->why + len, sizeof(vm->why) - len, ")");
+	if (any && len < size)
+		snprintf(why + len, size - len, ")");
+}
+
+static void vm_why_add_pcs(struct kvm_vm *vm)
+{
+	struct kvm_vcpu_place *p = calloc(vm->nr_vcpus, sizeof(*p));
+
+	/* Short of memory: the line without the places. */
+	if (!p)
+		return;
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		p[i] = vm->vcpus[i].started ? vm->vcpus[i].stop : (struct kvm_vcpu_place){ 0 };
+	kvm_why_add_places(vm->why, sizeof(vm->why), p, vm->nr_vcpus);
+	free(p);
 }
 
 int kvm_vm_stop(struct kvm_vm *vm, const char **why)

@@ -37,6 +37,21 @@ struct kvm_check {
 	char verdict[512];	/* one line saying all of it */
 };
 
+/* Where a vCPU's guest code was when its thread stopped. */
+struct kvm_vcpu_place {
+	uint64_t pc;		/* x86 RIP, arm64 PC */
+	bool known;
+};
+
+/*
+ * What -timeout's line ends with: appends " (vCPU 0 at 0x100200, vCPU 1
+ * at 0xfff0)" to why (a string in size bytes), each of the n vCPUs whose
+ * place is known, in order, as many as fit whole, then "..." for the
+ * rest.  Nothing when none is known.
+ */
+void kvm_why_add_places(char *why, size_t size, const struct kvm_vcpu_place *p,
+			unsigned n);
+
 /*
  * Runs the test guest on a VM of its own and fills c.  -1 (after one
  * error line) only when no VM could be made at all: no /dev/kvm, no
