@@ -256,6 +256,8 @@ int kvm_vm_done_fd(struct kvm_vm *vm)
 void kvm_why_add_places(char *why, size_t size, const struct kvm_vcpu_place *p,
 			unsigned n)
 {
+	/* What a cut line ends with; each entry leaves room for it. */
+	static const char cut[] = ", ...)";
 	size_t len = strlen(why);
 	bool any = false;
 
@@ -268,25 +270,25 @@ void kvm_why_add_places(char *why, size_t size, const struct kvm_vcpu_place *p,
 			continue;
 		k = snprintf(one, sizeof(one), "%svCPU %u at 0x%llx", any ? ", " : " (", i,
 			     (unsigned long long)p[i].pc);
-		/* What does not fit ends in "...": room for ", ...)" is kept. */
-		if (len + (size_t)k + sizeof(", ...)") > size) {
-			len += (size_t)snprintf(why + len, size - len, "%s...", any ? ", " : " (");
-			any = true;
-			break;
+		if (len + (size_t)k + sizeof(cut) > size) {
+			/* " (...)" is as long as cut: it fits wherever an entry did. */
+			if (len + sizeof(cut) <= size)
+				memcpy(why + len, any ? cut : " (...)", sizeof(cut));
+			return;
 		}
 		memcpy(why + len, one, (size_t)k + 1);
 		len += (size_t)k;
 		any = true;
 	}
-	if (any && len < size)
-		snprintf(why + len, size - len, ")");
+	if (any)
+		memcpy(why + len, ")", 2);
 }
 
 static void vm_why_add_pcs(struct kvm_vm *vm)
 {
 	struct kvm_vcpu_place *p = calloc(vm->nr_vcpus, sizeof(*p));
 
-	/* Short of memory: the line without the places. */
+	/* Short of memory: the line goes without the places. */
 	if (!p)
 		return;
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)

@@ -3,6 +3,7 @@
 #define BRISK_ACCEL_KVM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct guest_mem;
@@ -45,9 +46,11 @@ struct kvm_vcpu_place {
 
 /*
  * What -timeout's line ends with: appends " (vCPU 0 at 0x100200, vCPU 1
- * at 0xfff0)" to why (a string in size bytes), each of the n vCPUs whose
- * place is known, in order, as many as fit whole, then "..." for the
- * rest.  Nothing when none is known.
+ * at 0xfff0)" to why (a string shorter than size), each of the n vCPUs
+ * whose place is known, in order.  An entry goes in only if ", ...)"
+ * still fits after it, so a line too short for all ends in ", ...)"
+ * (" (...)" if no entry fit, nothing if not even that does).  Nothing
+ * when no place is known.
  */
 void kvm_why_add_places(char *why, size_t size, const struct kvm_vcpu_place *p,
 			unsigned n);
