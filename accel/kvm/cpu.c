@@ -126,6 +126,6 @@ void *kvm_vcpu_thread(void *opaque)
 			break;
 	}
 	/* One ioctl at the end; kvm_vm_stop() reports it for a -timeout. */
-	v->stop.known = kvm_arch_vcpu_pc(v, &v->stop.pc) == 0;
+	v->vm->stops[v->id].known = kvm_arch_vcpu_pc(v, &v->vm->stops[v->id].pc) == 0;
 	return NULL;
 }

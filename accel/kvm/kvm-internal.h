@@ -21,8 +21,6 @@ struct kvm_vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool started;
-	/* Where the guest was when the thread stopped: -timeout says so. */
-	struct kvm_vcpu_place stop;
 };
 
 struct kvm_msi_route {
@@ -44,6 +42,12 @@ struct kvm_vm {
 
 	struct kvm_vcpu *vcpus;
 	unsigned nr_vcpus;
+	/*
+	 * Where each vCPU's guest was when its thread stopped, for -timeout's
+	 * line; written by that thread only, so a vCPU never started stays
+	 * unknown.
+	 */
+	struct kvm_vcpu_place *stops;
 
 	pthread_mutex_t route_lock;
 	struct kvm_msi_route msi[KVM_NR_MSI_ROUTES];

@@ -208,7 +208,8 @@ int kvm_vcpus_create(struct kvm_vm *vm, const struct cpu_entry *entry)
 		return -1;
 	}
 	vm->vcpus = calloc(n, sizeof(*vm->vcpus));
-	if (!vm->vcpus) {
+	vm->stops = calloc(n, sizeof(*vm->stops));
+	if (!vm->vcpus || !vm->stops) {
 		error_report("out of memory");
 		return -1;
 	}
@@ -284,19 +285,6 @@ void kvm_why_add_places(char *why, size_t size, const struct kvm_vcpu_place *p,
 		memcpy(why + len, ")", 2);
 }
 
-static void vm_why_add_pcs(struct kvm_vm *vm)
-{
-	struct kvm_vcpu_place *p = calloc(vm->nr_vcpus, sizeof(*p));
-
-	/* Short of memory: the line goes without the places. */
-	if (!p)
-		return;
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		p[i] = vm->vcpus[i].started ? vm->vcpus[i].stop : (struct kvm_vcpu_place){ 0 };
-	kvm_why_add_places(vm->why, sizeof(vm->why), p, vm->nr_vcpus);
-	free(p);
-}
-
 int kvm_vm_stop(struct kvm_vm *vm, const char **why)
 {
 	/* Also the error path: a VM nobody shut down stops as a failure. */
@@ -305,7 +293,7 @@ int kvm_vm_stop(struct kvm_vm *vm, const char **why)
 		if (vm->vcpus[i].started)
 			pthread_join(vm->vcpus[i].thread, NULL);
 	if (vm->status == BRISK_EXIT_TIMEOUT)
-		vm_why_add_pcs(vm);
+		kvm_why_add_places(vm->why, sizeof(vm->why), vm->stops, vm->nr_vcpus);
 	*why = vm->why[0] ? vm->why : NULL;
 	return vm->status;
 }
@@ -324,6 +312,7 @@ void kvm_vm_free(struct kvm_vm *vm)
 			close(v->fd);
 	}
 	free(vm->vcpus);
+	free(vm->stops);
 	if (vm->vm_fd >= 0)
 		close(vm->vm_fd);
 	if (vm->kvm_fd >= 0)
