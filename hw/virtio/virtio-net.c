@@ -43,6 +43,8 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "hw/machine.h"
 #include "hw/object.h"
@@ -84,8 +86,11 @@ struct vnet {
 	struct iothread *loop;
 	struct netdev *nd;	/* NULL: no peer */
 	bool owns_nd;		/* made by the family: freed with the NIC */
-	bool rx_kick_added, tx_kick_added, rx_fd_added;
+	bool rx_kick_added, tx_kick_added, rx_fd_added, tx_timer_added;
 	bool rx_watching;	/* the loop watches rx_fd (loop thread only) */
+	int tx_timer_fd;	/* tx=timer's, on the loop; -1: kicks served at once */
+	uint64_t tx_timer_ns;
+	bool tx_timer_armed;	/* loop thread only */
 	uint8_t config[VNET_CONFIG_LEN];
 	unsigned held_max;	/* rx_queue_size: the most chains a ring can give */
 	unsigned host_mtu;	/* 0: none offered */
@@ -665,10 +670,57 @@ static const struct virtio_server_ops vnet_tx_ops = {
 	.notify = vnet_tx_notify,
 };
 
+/*
+ * tx=timer, as QEMU's: a kick only turns kicks off and starts the wait;
+ * the frames the driver queues meanwhile cost it no exit, and go out
+ * with the first when the wait ends, answered with one interrupt.  The
+ * round that serves them turns kicks back on once the ring is empty, or
+ * finds more and kicks itself, which starts another wait.  A guest
+ * sending a frame at a time pays a kick, an interrupt and a wait each.
+ */
+static void vnet_tx_defer(struct vnet *n)
+{
+	struct itimerspec its = {
+		.it_value = { (time_t)(n->tx_timer_ns / 1000000000u),
+			      (long)(n->tx_timer_ns % 1000000000u) },
+	};
+
+	bool wait;
+
+	/* A kick that finds nothing (the one at DRIVER_OK) starts no wait. */
+	pthread_mutex_lock(&n->vdev.lock);
+	wait = n->tx.serving && !n->vdev.broken && virtqueue_has_work(vnet_vq(n, VNET_TXQ));
+	if (wait)
+		virtqueue_set_notification(vnet_vq(n, VNET_TXQ), false);
+	pthread_mutex_unlock(&n->vdev.lock);
+	if (!wait || n->tx_timer_armed)
+		return;
+	if (timerfd_settime(n->tx_timer_fd, 0, &its, NULL) == 0) {
+		n->tx_timer_armed = true;
+		return;
+	}
+	/* Cannot fail with a valid time; if it did, late is worse than now. */
+	virtio_server_serve(&n->tx, &vnet_tx_ops);
+}
+
 static void vnet_tx_kick(void *opaque)
 {
 	struct vnet *n = opaque;
 
+	if (n->tx_timer_fd >= 0)
+		vnet_tx_defer(n);
+	else
+		virtio_server_serve(&n->tx, &vnet_tx_ops);
+}
+
+static void vnet_tx_timer(void *opaque)
+{
+	struct vnet *n = opaque;
+	uint64_t ticks;
+
+	if (read(n->tx_timer_fd, &ticks, sizeof(ticks)) < 0)
+		return;		/* not expired after all (EAGAIN) */
+	n->tx_timer_armed = false;
 	virtio_server_serve(&n->tx, &vnet_tx_ops);
 }
 
@@ -825,6 +877,10 @@ static int vnet_watch(struct vnet *n)
 	if (iothread_add_event(n->loop, n->vdev.queues[VNET_TXQ].kick_fd, vnet_tx_kick, n) < 0)
 		return -1;
 	n->tx_kick_added = true;
+	if (n->tx_timer_fd >= 0 &&
+	    iothread_add_fd(n->loop, n->tx_timer_fd, vnet_tx_timer, n) < 0)
+		return -1;
+	n->tx_timer_added = n->tx_timer_fd >= 0;
 	if (n->nd && iothread_add_fd(n->loop, n->nd->rx_fd, vnet_rx_ready, n) < 0)
 		return -1;
 	n->rx_fd_added = n->nd != NULL;
@@ -875,6 +931,19 @@ struct vnet *vnet_create(struct machine *m, const struct vnet_cfg *cfg,
 	n->loop = m->loop;
 	n->nd = nd;
 	n->host_mtu = cfg->host_mtu;
+	n->tx_timer_fd = -1;
+	if (cfg->tx == VNET_TX_TIMER) {
+		/* 0 would disarm the timer: x-txtimer='s range has no 0. */
+		assert(cfg->tx_timer_ns && cfg->tx_timer_ns <= VNET_TX_TIMER_MAX_NS);
+		n->tx_timer_ns = cfg->tx_timer_ns;
+		n->tx_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (n->tx_timer_fd < 0) {
+			error_report("virtio-net: tx=timer: no timer: %s", strerror(errno));
+			virtio_unplug(plug);
+			free(n);
+			return NULL;
+		}
+	}
 	vnet_config_init(n, m, cfg);
 	if (vnet_device_init(n, m, cfg) < 0)
 		goto fail;
@@ -903,6 +972,10 @@ void vnet_free(struct vnet *n)
 		iothread_del_fd(n->loop, n->vdev.queues[VNET_TXQ].kick_fd);
 	if (n->rx_fd_added)
 		iothread_del_fd(n->loop, n->nd->rx_fd);
+	if (n->tx_timer_added)
+		iothread_del_fd(n->loop, n->tx_timer_fd);
+	if (n->tx_timer_fd >= 0)
+		close(n->tx_timer_fd);
 	vnet_rx_drop_held(n);
 	free(n->held);
 	free(n->iov);
@@ -915,6 +988,11 @@ void vnet_free(struct vnet *n)
 	if (n->owns_nd)
 		netdev_free(n->nd);
 	free(n);
+}
+
+int vnet_tx_timer_fd(const struct vnet *n)
+{
+	return n->tx_timer_fd;
 }
 
 void vnet_get_stats(struct vnet *n, struct vnet_stats *s)
@@ -944,6 +1022,12 @@ static const struct opt_prop vnet_props[] = {
 	{ "tx_queue_size", OPT_UINT, V(tx_queue_size, unsigned), OPT_POW2,
 	  .min = VNET_MIN_QUEUE_SIZE, .max = VNET_MAX_QUEUE_SIZE, .def = "256",
 	  .help = "transmit ring entries" },
+	{ "tx", OPT_ENUM, V(tx, int), .names = (const char *const[]){ "bh", "timer", NULL },
+	  .def = "bh", .help = "bh: a kick's frames are sent at once; timer: x-txtimer "
+	  "ns later, kicks off meanwhile, so frames go in batches" },
+	{ "x-txtimer", OPT_U64, V(tx_timer_ns, uint64_t), .min = 1,
+	  .max = VNET_TX_TIMER_MAX_NS, .def = "150000 (150 us)",
+	  .help = "tx=timer's wait in ns (ignored without it, as QEMU's)" },
 	{ NULL },
 };
 #undef V
@@ -955,6 +1039,8 @@ static const struct vnet_cfg vnet_defaults = {
 	.ring = VIRTIO_RING_DEFAULTS,
 	.rx_queue_size = VNET_DEFAULT_QUEUE_SIZE,
 	.tx_queue_size = VNET_DEFAULT_QUEUE_SIZE,
+	.tx = VNET_TX_BH,
+	.tx_timer_ns = VNET_TX_TIMER_NS,
 };
 
 static int hex_digit(char c)

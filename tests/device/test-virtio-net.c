@@ -34,6 +34,7 @@
 #include "check.h"
 #include "blk-guest.h"
 #include "net-guest.h"
+#include "timer-fd.h"
 
 #define HDR_LEN 12		/* 5.1.6: struct virtio_net_hdr with num_buffers */
 #define ETH_HDR 14
@@ -46,6 +47,7 @@
 #define VEC_TX 2
 #define FAKE_MAX 1024		/* frames the fake back end queues for the guest */
 #define SENT_MAX 1024
+#define HOUR_NS 3600000000000ull	/* tx=timer's wait in the tests: ended by the test */
 
 #define BIT(b) (1ull << (b))
 
@@ -962,6 +964,141 @@ static void test_hostile(enum hostile h)
 }
 
 /*
+ * Split ring: whether the driver's next buffer would be kicked, by the
+ * flag (VIRTIO 1.2, 2.7.7) or by avail_event (2.7.10).
+ */
+static bool kicks_on(struct gq *q)
+{
+	const struct vring_used *u = drv_ptr(&q->ring, q->ring.device);
+
+	if (q->event_idx)
+		return asks_for_next_kick(q);
+	return !(__atomic_load_n(&u->flags, __ATOMIC_ACQUIRE) & VRING_USED_F_NO_NOTIFY);
+}
+
+/*
+ * tx=timer, as QEMU's: a kick starts the wait and turns kicks off; what
+ * the driver queues meanwhile goes out with the first frame when the wait
+ * ends, in order, in one publish with one interrupt, and kicks are wanted
+ * again.  A kick during the wait (a driver may kick anyway) does not
+ * start it over.  The wait is an hour, ended by the test.
+ */
+static void test_tx_timer(bool event_idx)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	uint64_t want = event_idx ? ALL_FEATURES : ALL_FEATURES & ~BIT(VIRTIO_RING_F_EVENT_IDX);
+	struct itimerspec its;
+	struct net g;
+	uint32_t len = 1;
+	int fd, id[3];
+
+	cfg.tx = VNET_TX_TIMER;
+	cfg.tx_timer_ns = HOUR_NS;
+	if (!net_up(&g, &cfg, NUM, want))
+		return;
+	fd = vnet_tx_timer_fd(g.n);
+	CHECK(fd >= 0 && !timerfd_armed(fd));
+	CHECK(kicks_on(&g.q[TXQ]));
+	id[0] = tx_send(&g, 0, 100, 1, 1);
+	CHECK_EQ(fake(&g)->sent, 0);
+	CHECK(timerfd_armed(fd));
+	CHECK(!kicks_on(&g.q[TXQ]));
+	id[1] = tx_add(&g, 1, 200, 2, 2);
+	id[2] = tx_add(&g, 2, 300, 3, 3);
+	/* The wait goes on from the first kick: an hour less what has passed. */
+	CHECK(timerfd_settime(fd, 0, &(struct itimerspec){ .it_value = { 1800, 0 } }, NULL) == 0);
+	gq_kick(&g.q[TXQ]);
+	nic_turn(&g);
+	CHECK(timerfd_gettime(fd, &its) == 0 && its.it_value.tv_sec > 0 &&
+	      its.it_value.tv_sec <= 1800);
+	CHECK_EQ(fake(&g)->sent, 0);
+	CHECK_EQ(gq_get_used(&g.q[TXQ], &len), -1);
+	CHECK_EQ(irq_take(&g.d, VEC_TX, 0), 0);
+
+	CHECK(timerfd_fire(fd, WAIT_MS));
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		len = 1;
+		CHECK(id[i] >= 0 && gq_get_used(&g.q[TXQ], &len) == id[i]);
+		CHECK_EQ(len, 0);
+	}
+	CHECK(fake(&g)->last_len == 300 && frame_is(fake(&g)->last, 300, 3));
+	CHECK_EQ(irq_take(&g.d, VEC_TX, 0), 1);
+	CHECK(kicks_on(&g.q[TXQ]));
+	CHECK(!timerfd_armed(fd));
+	CHECK_EQ(stats(&g).tx_frames, 3);
+
+	/* The next kick waits again. */
+	tx_send(&g, 3, 64, 1, 4);
+	CHECK_EQ(fake(&g)->sent, 3);
+	CHECK(timerfd_fire(fd, WAIT_MS));
+	nic_turn(&g);
+	CHECK(fake(&g)->sent == 4 && frame_is(fake(&g)->last, 64, 4));
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/*
+ * tx=timer with more frames queued than one round takes: the wait's end
+ * sends one round, and the rest waits again with kicks off; a reset
+ * during a wait leaves nothing for its end to send.
+ */
+static void test_tx_timer_rounds(void)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	enum { CHAINS = 300, FRAME = 64, STRIDE = HDR_LEN + FRAME };
+	struct net g;
+	uint32_t len;
+	unsigned used = 0;
+	int fd;
+
+	cfg.rx_queue_size = cfg.tx_queue_size = 1024;
+	cfg.tx = VNET_TX_TIMER;
+	cfg.tx_timer_ns = HOUR_NS;
+	if (!net_up(&g, &cfg, 1024, ALL_FEATURES))
+		return;
+	fd = vnet_tx_timer_fd(g.n);
+	for (unsigned i = 0; i < CHAINS; i++) {
+		uint8_t *p = slot_data(g.t, 0) + i * STRIDE;
+		struct drv_seg s = { data_gpa(0) + i * STRIDE, STRIDE, false };
+
+		memset(p, 0, STRIDE);
+		p[HDR_LEN + 14] = (uint8_t)i;
+		p[HDR_LEN + 15] = (uint8_t)(i >> 8);
+		CHECK(gq_add(&g.q[TXQ], &s, 1, false, 0) >= 0);
+	}
+	gq_kick(&g.q[TXQ]);
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, 0);
+	CHECK(timerfd_fire(fd, WAIT_MS));
+	nic_turn(&g);
+	/* QEMU's burst and brisk's round: 256 frames. */
+	CHECK_EQ(fake(&g)->sent, 256);
+	CHECK(timerfd_armed(fd));
+	CHECK(!kicks_on(&g.q[TXQ]));
+	CHECK(timerfd_fire(fd, WAIT_MS));
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, CHAINS);
+	for (unsigned i = 0; i < CHAINS; i++)
+		CHECK_EQ(fake(&g)->tag[i], i);
+	while (gq_get_used(&g.q[TXQ], &len) >= 0)
+		used += len == 0;
+	CHECK_EQ(used, CHAINS);
+	CHECK(kicks_on(&g.q[TXQ]) && !timerfd_armed(fd));
+
+	/* A frame, its kick, then a reset before the wait ends: nothing goes. */
+	tx_send(&g, 0, 64, 1, 1);
+	CHECK(timerfd_armed(fd));
+	CHECK(vdev_reset(&g.d));
+	CHECK(timerfd_fire(fd, WAIT_MS));
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, CHAINS);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/*
  * More chains than one round takes: the device yields to the loop's other
  * handlers after one round and comes back by itself, so everything is
  * sent, each once, after the loop has turned.
@@ -1554,7 +1691,7 @@ static void test_cmdline(void)
 		fclose(mf);
 		for (const char *const *k = (const char *const[]){ "netdev", "mac", "host_mtu",
 				"packed", "event_idx", "indirect_desc", "rx_queue_size",
-				"tx_queue_size", NULL }; *k; k++)
+				"tx_queue_size", "x-txtimer", NULL }; *k; k++)
 			CHECK(help && strstr(help, *k));
 	}
 	free(help);
@@ -1563,7 +1700,17 @@ static void test_cmdline(void)
 	c = parse("");
 	CHECK(c && !c->netdev && !c->mac_set && !c->host_mtu && !c->ring.packed &&
 	      c->ring.event_idx && c->ring.indirect_desc && c->rx_queue_size == 256 &&
-	      c->tx_queue_size == 256);
+	      c->tx_queue_size == 256 && c->tx == VNET_TX_BH);
+	cfg_free(c);
+	/* QEMU's tx=timer and its wait in ns, 150 us unless x-txtimer= says. */
+	c = parse("tx=timer");
+	CHECK(c && c->tx == VNET_TX_TIMER && c->tx_timer_ns == 150000);
+	cfg_free(c);
+	c = parse("tx=timer,x-txtimer=500000");
+	CHECK(c && c->tx == VNET_TX_TIMER && c->tx_timer_ns == 500000);
+	cfg_free(c);
+	c = parse("tx=bh,x-txtimer=1");
+	CHECK(c && c->tx == VNET_TX_BH);
 	cfg_free(c);
 	c = parse("mac=52:54:00:Ab:cD:01,host_mtu=9000,rx_queue_size=1024,tx_queue_size=512,"
 		  "packed=on,event_idx=off,indirect_desc=off");
@@ -1585,6 +1732,9 @@ static void test_cmdline(void)
 	check_refused("tx_queue_size=2048");
 	check_refused("rx_queue_size=300");
 	check_refused("bogus=1");
+	check_refused("tx=later");
+	check_refused("tx=timer,x-txtimer=0");
+	check_refused("tx=timer,x-txtimer=3600000000001");
 }
 
 /* netdev= names a -netdev user; nothing else will do. */
@@ -1702,6 +1852,9 @@ int main(void)
 	RUN(test_mtu_rx(false));
 	RUN(test_tx_flood(false));
 	RUN(test_rx_flood(false));
+	RUN(test_tx_timer(true));
+	RUN(test_tx_timer(false));
+	RUN(test_tx_timer_rounds());
 	RUN(test_tx(true));
 	RUN(test_rx_one(true));
 	RUN(test_rx_mrg(true));

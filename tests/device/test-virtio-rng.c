@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -29,10 +28,7 @@
 #include "capture.h"
 #include "check.h"
 #include "blk-guest.h"
-
-#ifndef TFD_IOC_SET_TICKS	/* <linux/timerfd.h>, which clashes with <sys/timerfd.h> */
-#define TFD_IOC_SET_TICKS _IOW('T', 0, uint64_t)
-#endif
+#include "timer-fd.h"
 
 #define RNG_PCI_ID 0x1044	/* VIRTIO 1.2, 4.1.2: 0x1040 + 4 */
 #define NUM 8
@@ -122,41 +118,16 @@ static bool asks_for_next_kick(struct rng *g)
 	       __atomic_load_n((const uint16_t *)&u->ring[d->num], __ATOMIC_ACQUIRE) == d->avail_idx;
 }
 
-/* Whether the device armed the timer fd. */
-static bool armed(int fd)
-{
-	struct itimerspec its;
-
-	return timerfd_gettime(fd, &its) == 0 && (its.it_value.tv_sec || its.it_value.tv_nsec);
-}
-
 /* Whether a period is running: the device armed its timer. */
 static bool timer_armed(struct rng *g)
 {
-	return armed(vrng_timer_fd(g->r));
+	return timerfd_armed(vrng_timer_fd(g->r));
 }
 
 /* The device's armed timer fd goes off now; the loop runs its handler. */
 static void fire(struct rng *g, int fd)
 {
-	uint64_t ticks = 1;
-	struct itimerspec past = { .it_value = { 0, 1 } };
-
-	struct itimerspec off = { 0 };
-
-	/*
-	 * Only an armed timer can go off.  Disarmed first, as a one-shot timer
-	 * is once it fired, so that what the device arms next shows; then
-	 * readable at once, or without CONFIG_CHECKPOINT_RESTORE expired.
-	 */
-	CHECK(armed(fd));
-	CHECK(timerfd_settime(fd, 0, &off, NULL) == 0);
-	if (ioctl(fd, TFD_IOC_SET_TICKS, &ticks) == 0) {
-		loop_turn(g);
-		return;
-	}
-	CHECK(timerfd_settime(fd, TFD_TIMER_ABSTIME, &past, NULL) == 0);
-	CHECK(iothread_poll(g->t->b.m.loop, WAIT_MS) > 0);
+	CHECK(timerfd_fire(fd, WAIT_MS));
 	loop_turn(g);
 }
 
@@ -230,7 +201,7 @@ static void test_slow_source(void)
 	}
 	id = offer_one(&g, 0, 64);
 	CHECK(id >= 0 && gq_get_used(&g.q, &len) < 0);
-	CHECK(armed(vrng_retry_fd(g.r)));
+	CHECK(timerfd_armed(vrng_retry_fd(g.r)));
 	CHECK(write(p[1], "0123456789", 10) == 10);
 	fire(&g, vrng_retry_fd(g.r));
 	CHECK(gq_get_used(&g.q, &len) == id);

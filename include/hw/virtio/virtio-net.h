@@ -23,6 +23,14 @@ struct virtio_plug;
 #define VNET_MAX_QUEUE_SIZE 1024
 #define VNET_MIN_MTU 68			/* QEMU's host_mtu= range */
 #define VNET_MAX_MTU 65535
+/* tx=timer's wait, QEMU's x-txtimer= default (ns), and brisk's longest. */
+#define VNET_TX_TIMER_NS 150000
+#define VNET_TX_TIMER_MAX_NS 3600000000000ull
+
+enum vnet_tx_mode {
+	VNET_TX_BH,		/* a kick's frames are sent at once */
+	VNET_TX_TIMER,		/* x-txtimer ns after the kick, kicks off meanwhile */
+};
 
 struct vnet_cfg {
 	char *netdev;			/* netdev=: the -netdev's id; NULL: none */
@@ -34,6 +42,8 @@ struct vnet_cfg {
 	unsigned host_mtu;		/* 0: not given, no VIRTIO_NET_F_MTU */
 	struct virtio_ring_opts ring;
 	unsigned rx_queue_size, tx_queue_size;
+	int tx;				/* tx=: enum vnet_tx_mode */
+	uint64_t tx_timer_ns;		/* x-txtimer=: tx=timer's wait */
 };
 
 struct vnet;
@@ -57,6 +67,8 @@ struct vnet *vnet_create(struct machine *m, const struct vnet_cfg *cfg,
 /* After the vCPUs have stopped; NULL is fine.  Stops watching nd's rx_fd. */
 void vnet_free(struct vnet *n);
 void vnet_get_stats(struct vnet *n, struct vnet_stats *s);
+/* tx=timer's timerfd, for tests that fire it; -1 without tx=timer. */
+int vnet_tx_timer_fd(const struct vnet *n);
 
 extern const struct device_family virtio_net_pci_family;
 /* QEMU's alias: the same device, by its short name. */
