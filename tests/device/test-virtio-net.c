@@ -964,6 +964,25 @@ static void test_hostile(enum hostile h)
 }
 
 /*
+ * n transmit chains of one descriptor each, header and a frame of len
+ * bytes, frame i's bytes 14 and 15 holding i (the fake's tag); no kick.
+ */
+static void tx_add_tagged(struct net *g, unsigned n, unsigned len)
+{
+	size_t stride = HDR_LEN + len;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t *p = slot_data(g->t, 0) + i * stride;
+		struct drv_seg s = { data_gpa(0) + i * stride, (uint32_t)stride, false };
+
+		memset(p, 0, stride);
+		p[HDR_LEN + 14] = (uint8_t)i;
+		p[HDR_LEN + 15] = (uint8_t)(i >> 8);
+		CHECK(gq_add(&g->q[TXQ], &s, 1, false, 0) >= 0);
+	}
+}
+
+/*
  * Split ring: whether the driver's next buffer would be kicked, by the
  * flag (VIRTIO 1.2, 2.7.7) or by avail_event (2.7.10).
  */
@@ -1047,7 +1066,7 @@ static void test_tx_timer(bool event_idx)
 static void test_tx_timer_rounds(void)
 {
 	struct vnet_cfg cfg = cfg_default(false);
-	enum { CHAINS = 300, FRAME = 64, STRIDE = HDR_LEN + FRAME };
+	enum { CHAINS = 300, FRAME = 64 };
 	struct net g;
 	uint32_t len;
 	unsigned used = 0;
@@ -1059,15 +1078,7 @@ static void test_tx_timer_rounds(void)
 	if (!net_up(&g, &cfg, 1024, ALL_FEATURES))
 		return;
 	fd = vnet_tx_timer_fd(g.n);
-	for (unsigned i = 0; i < CHAINS; i++) {
-		uint8_t *p = slot_data(g.t, 0) + i * STRIDE;
-		struct drv_seg s = { data_gpa(0) + i * STRIDE, STRIDE, false };
-
-		memset(p, 0, STRIDE);
-		p[HDR_LEN + 14] = (uint8_t)i;
-		p[HDR_LEN + 15] = (uint8_t)(i >> 8);
-		CHECK(gq_add(&g.q[TXQ], &s, 1, false, 0) >= 0);
-	}
+	tx_add_tagged(&g, CHAINS, FRAME);
 	gq_kick(&g.q[TXQ]);
 	nic_turn(&g);
 	CHECK_EQ(fake(&g)->sent, 0);
@@ -1106,7 +1117,7 @@ static void test_tx_timer_rounds(void)
 static void test_tx_flood(bool packed)
 {
 	struct vnet_cfg cfg = cfg_default(packed);
-	enum { CHAINS = 600, FRAME = 64, STRIDE = HDR_LEN + FRAME };
+	enum { CHAINS = 600, FRAME = 64 };
 	static bool seen[CHAINS];
 	struct net g;
 	uint32_t len;
@@ -1115,15 +1126,7 @@ static void test_tx_flood(bool packed)
 	cfg.rx_queue_size = cfg.tx_queue_size = 1024;
 	if (!net_up(&g, &cfg, 1024, ALL_FEATURES))
 		return;
-	for (unsigned i = 0; i < CHAINS; i++) {
-		uint8_t *p = slot_data(g.t, 0) + i * STRIDE;
-		struct drv_seg s = { data_gpa(0) + i * STRIDE, STRIDE, false };
-
-		memset(p, 0, STRIDE);
-		p[HDR_LEN + 14] = (uint8_t)i;
-		p[HDR_LEN + 15] = (uint8_t)(i >> 8);
-		CHECK(gq_add(&g.q[TXQ], &s, 1, false, 0) >= 0);
-	}
+	tx_add_tagged(&g, CHAINS, FRAME);
 	gq_kick(&g.q[TXQ]);
 	CHECK(iothread_poll(g.t->b.m.loop, 0) > 0);
 	CHECK(fake(&g)->sent > 0 && fake(&g)->sent < CHAINS);
