@@ -3,6 +3,7 @@
 #
 # net-vs-qemu.sh [--brisk PATH] [--qemu PATH] [--rounds N] [--mib N]
 #                [--pings N] [--mtu 1500|65520|1500,65520] [--out DIR]
+#                [--also NIC-OPTIONS]
 #
 # TCP through user networking, brisk against QEMU: a guest with one
 # virtio-net-pci NIC on -netdev user,restrict=on whose forwards
@@ -14,13 +15,17 @@
 # Each round boots brisk, QEMU and brisk again (brisk-a, qemu, brisk-b:
 # the two brisk rows are the A/A check), one measurement of each kind per
 # boot; medians over the rounds (a first boot of each, round 0, is left
-# out).  With --mtu 65520 the NIC has
+# out).  With --also (e.g. tx=timer,x-txtimer=500000) each round boots a
+# fourth, brisk-x, whose NIC has those options too.  With --mtu 65520 the NIC has
 # host_mtu=65520, which the guest takes as its MTU; with both, each round
 # runs both.
 #
 # Runs natively where /dev/kvm works, otherwise in one nested host
 # (tests/kvm/with-kvm), where every VM exit is emulated: the figures then
-# measure the exits far more than either device.  Results in --out
+# measure the exits far more than either device; so the guest also
+# counts what its guest -> host transfer cost it, which no load moves:
+# frames sent, and the NIC's transmit and receive interrupts per frame
+# (from its /proc/interrupts).  Results in --out
 # (default build-bench/net-vs-qemu): results.csv, summary.txt, logs.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,7 +35,7 @@ me=$here/$(basename "${BASH_SOURCE[0]}")
 say() { echo "net-vs-qemu: $*" >&2; }
 
 brisk=$top/build/brisk qemu=$(command -v qemu-system-x86_64 || true)
-rounds=5 mib=16 pings=200 mtu=1500 out=$top/build-bench/net-vs-qemu inner='' kernel=''
+rounds=5 mib=16 pings=200 mtu=1500 out=$top/build-bench/net-vs-qemu inner='' kernel='' also=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--brisk) brisk=${2:?}; shift ;;
@@ -41,14 +46,17 @@ while [ $# -gt 0 ]; do
 	--mtu) mtu=${2:?}; shift ;;
 	--out) out=${2:?}; shift ;;
 	--kernel) kernel=${2:?}; shift ;;
+	--also) also=${2:?}; shift ;;
 	--inner) inner=1 ;;
-	*) sed -n '4,5s/^# \{0,1\}//p' "$me" >&2; exit 2 ;;
+	*) sed -n '4,6s/^# \{0,1\}//p' "$me" >&2; exit 2 ;;
 	esac
 	shift
 done
 for v in "$rounds" "$mib" "$pings"; do
 	case $v in ''|*[!0-9]*|0) die "not a positive number: $v" ;; esac
 done
+case $also in *[!A-Za-z0-9_=,.-]*) die "--also takes NIC options (KEY=VALUE,...), not $also" ;; esac
+vmms="brisk-a qemu brisk-b${also:+ brisk-x}"
 case $mtu in 1500|65520|1500,65520|65520,1500) ;; *) die "--mtu takes 1500, 65520 or both, not $mtu" ;; esac
 mtus=${mtu//,/ }
 nmtu=$(echo $mtus | wc -w)
@@ -57,11 +65,14 @@ nmtu=$(echo $mtus | wc -w)
 summarise() {
 	for m in $mtus; do
 		echo "# TCP through -netdev user,restrict=on,hostfwd (virtio-net-pci, MTU $m), $(date -u '+%Y-%m-%d %H:%M UTC')"
-		echo "# route: ${BRISK_WITH_KVM_ROUTE:-${ROUTE:-this machine}}; $rounds rounds of brisk-a, qemu, brisk-b, one boot each; $pings round trips, $mib MiB each way"
+		echo "# route: ${BRISK_WITH_KVM_ROUTE:-${ROUTE:-this machine}}; $rounds rounds of ${vmms// /, }, one boot each; $pings round trips, $mib MiB each way"
+		[ -z "$also" ] || echo "# brisk-x: the NIC also has $also"
 		echo "# brisk: $brisk ($(cd "$top" && git describe --always --dirty 2>/dev/null))"
 		echo "# qemu: $("$qemu" --version | head -n 1)"
 		awk -F, -v mtu="$m" 'NR > 1 && $2 == mtu && $3 > 0 && $4 != "" {
 			k = $1; n[k]++; for (c = 4; c <= 6; c++) v[k, c, n[k]] = $c
+			# Interrupts per frame sent; 0 frames: not counted.
+			v[k, 7, n[k]] = $7 > 0 ? $8 / $7 : 0; v[k, 8, n[k]] = $7 > 0 ? $9 / $7 : 0
 		}
 		function med(k, c,    a, i, j, t, m) {
 			m = n[k]
@@ -70,15 +81,19 @@ summarise() {
 			return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 		}
 		END {
-			printf "%-10s %5s %14s %18s %18s\n", "vmm", "runs", "rtt_us (med)", "h2g MB/s (med)", "g2h MB/s (med)"
-			split("brisk-a qemu brisk-b", ks, " ")
-			for (i = 1; i <= 3; i++) { k = ks[i]; if (!n[k]) continue
-				m[k, 4] = med(k, 4); m[k, 5] = med(k, 5); m[k, 6] = med(k, 6)
-				printf "%-10s %5d %14.1f %18.2f %18.2f\n", k, n[k], m[k, 4], m[k, 5], m[k, 6] }
+			printf "%-10s %5s %14s %18s %18s %14s %14s\n", "vmm", "runs", "rtt_us (med)", "h2g MB/s (med)", "g2h MB/s (med)", "g2h tx irq/fr", "g2h rx irq/fr"
+			split("brisk-a qemu brisk-b brisk-x", ks, " ")
+			for (i = 1; i <= 4; i++) { k = ks[i]; if (!n[k]) continue
+				for (c = 4; c <= 8; c++) m[k, c] = med(k, c)
+				printf "%-10s %5d %14.1f %18.2f %18.2f %14.3f %14.3f\n", k, n[k], m[k, 4], m[k, 5], m[k, 6], m[k, 7], m[k, 8] }
 			if (n["brisk-a"] && n["qemu"])
 				printf "%-10s %5s %14.3f %18.3f %18.3f\n", "a/qemu", "", m["brisk-a", 4] / m["qemu", 4], m["brisk-a", 5] / m["qemu", 5], m["brisk-a", 6] / m["qemu", 6]
 			if (n["brisk-a"] && n["brisk-b"])
 				printf "%-10s %5s %14.3f %18.3f %18.3f\n", "a/b (A/A)", "", m["brisk-a", 4] / m["brisk-b", 4], m["brisk-a", 5] / m["brisk-b", 5], m["brisk-a", 6] / m["brisk-b", 6]
+			if (n["brisk-x"] && n["qemu"])
+				printf "%-10s %5s %14.3f %18.3f %18.3f\n", "x/qemu", "", m["brisk-x", 4] / m["qemu", 4], m["brisk-x", 5] / m["qemu", 5], m["brisk-x", 6] / m["qemu", 6]
+			if (n["brisk-x"] && n["brisk-a"])
+				printf "%-10s %5s %14.3f %18.3f %18.3f\n", "x/a", "", m["brisk-x", 4] / m["brisk-a", 4], m["brisk-x", 5] / m["brisk-a", 5], m["brisk-x", 6] / m["brisk-a", 6]
 		}' "$res"
 		echo
 	done >"$out/summary.txt"
@@ -107,7 +122,7 @@ if [ -z "$inner" ]; then
 	"$top/tests/kvm/with-kvm" "--$ROUTE" --timeout $(((rounds * nmtu * 3 + 2) * per + 300)) --mem 2048 \
 		--cpus 2 --brisk "$brisk" --work "$out" -- "$me" --inner --brisk "$brisk" \
 		--qemu "$qemu" --rounds "$rounds" --mib "$mib" --pings "$pings" --mtu "$mtu" \
-		--out "$out" --kernel "$kernel"
+		--out "$out" --kernel "$kernel" ${also:+--also "$also"}
 	rc=$?
 	# Here, so that a nested host that stopped midway still gives the
 	# rounds it finished.
@@ -125,10 +140,10 @@ mkdir -p "$out/raw"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 res=$out/results.csv
-echo "vmm,mtu,round,rtt_us,h2g_mbyte_s,g2h_mbyte_s" >"$res"
+echo "vmm,mtu,round,rtt_us,h2g_mbyte_s,g2h_mbyte_s,g2h_frames,g2h_tx_irqs,g2h_rx_irqs" >"$res"
 free_ports() {
 	python3 -c 'import socket
-ss = [socket.socket() for _ in range(3)]
+ss = [socket.socket() for _ in range(4)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in ss))'
 }
@@ -138,11 +153,12 @@ qboot=/usr/share/qemu/qboot.rom
 # the guest never got ready).
 run_one() {
 	local label=$1 round=$2 mtu=$3 kind=${1%-*} name=$1-mtu$3-r$2 pid t=0 r
-	local p1 p2 p3 nic=virtio-net-pci,netdev=n0 argv
+	local p1 p2 p3 p4 nic=virtio-net-pci,netdev=n0 argv
 	# Polled while it grows: not on --out, which may be a 9p share.
 	local log=$tmp/$name.log
-	read -r p1 p2 p3 <<<"$(free_ports)"
+	read -r p1 p2 p3 p4 <<<"$(free_ports)"
 	[ "$mtu" = 65520 ] && nic+=,host_mtu=65520
+	[ "$label" = brisk-x ] && nic+=,$also
 	argv=()
 	if [ "$kind" = qemu ]; then
 		argv=("$qemu" -accel kvm -cpu host -M q35 -nodefaults -no-user-config
@@ -154,7 +170,7 @@ run_one() {
 	argv+=(-m 512M -smp 1 -serial stdio -kernel "$kernel" -initrd "$out/guest.img"
 		-append "console=ttyS0 quiet panic=-1 netb.mib=$mib"
 		-device "$nic"
-		-netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$p1-:5601,hostfwd=tcp:127.0.0.1:$p2-:5602,hostfwd=tcp:127.0.0.1:$p3-:5603")
+		-netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$p1-:5601,hostfwd=tcp:127.0.0.1:$p2-:5602,hostfwd=tcp:127.0.0.1:$p3-:5603,hostfwd=tcp:127.0.0.1:$p4-:5604")
 	printf '%q ' "${argv[@]}" >"$log.cmd"
 	"${argv[@]}" </dev/null >"$log" 2>&1 &
 	pid=$!
@@ -165,14 +181,15 @@ run_one() {
 	done
 	r=
 	if grep -q NETB-READY "$log"; then
-		python3 "$here/net/peer.py" "$p1" "$p2" "$p3" "$mib" "$pings" >"$log.peer" 2>&1
-		r=$(awk '{ v[$1] = $2 } END { printf "%s,%s,%s", v["rtt_us"], v["h2g_mbyte_s"], v["g2h_mbyte_s"] }' "$log.peer")
-		grep -q "^g2h_bytes $((mib << 20))\$" "$log.peer" || r=,,
+		python3 "$here/net/peer.py" "$p1" "$p2" "$p3" "$mib" "$pings" "$p4" >"$log.peer" 2>&1
+		r=$(awk '{ v[$1] = $2 } END { printf "%s,%s,%s,%s,%s,%s", v["rtt_us"], v["h2g_mbyte_s"],
+			v["g2h_mbyte_s"], v["g2h_frames"], v["g2h_tx_irqs"], v["g2h_rx_irqs"] }' "$log.peer")
+		grep -q "^g2h_bytes $((mib << 20))\$" "$log.peer" || r=,,,,,
 	fi
 	kill $pid 2>/dev/null
 	wait $pid 2>/dev/null
 	cp "$log" "$log".* "$out/raw/" 2>/dev/null
-	echo "$label,$mtu,$round,${r:-,,}" >>"$res"
+	echo "$label,$mtu,$round,${r:-,,,,,}" >>"$res"
 	echo "net-vs-qemu: $label mtu $mtu round $round: ${r:-no result, see $out/raw/$name.log}" >&2
 }
 
@@ -183,7 +200,7 @@ for v in brisk-a qemu; do
 done
 for r in $(seq "$rounds"); do
 	for m in $mtus; do
-		for v in brisk-a qemu brisk-b; do
+		for v in $vmms; do
 			run_one "$v" "$r" "$m"
 		done
 	done

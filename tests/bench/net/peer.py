@@ -1,15 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The host's side of net-vs-qemu.sh, one guest at a time:
-#   peer.py SINK_PORT SOURCE_PORT ECHO_PORT MIB PINGS
+#   peer.py SINK_PORT SOURCE_PORT ECHO_PORT MIB PINGS [COUNT_PORT]
 # through the forwards on 127.0.0.1: PINGS one-byte round trips on the
 # echo port (TCP_NODELAY), then MIB MiB to the guest's sink (timed from
 # connect until the guest closes, so every byte arrived), then all the
 # guest's source sends (timed from connect until its EOF).  Prints
 # "rtt_us MEDIAN", "h2g_mbyte_s X", "g2h_mbyte_s X" (MB = 10^6 bytes),
-# and "g2h_bytes N"; judges nothing.
+# and "g2h_bytes N"; judges nothing.  With COUNT_PORT (the guest's counts,
+# init.sh) read before and after the guest -> host transfer, also what
+# it cost the guest: "g2h_frames N" (frames eth0 sent), "g2h_tx_irqs N"
+# and "g2h_rx_irqs N" (the NIC's transmit and receive interrupts), give
+# or take the few frames of the count's own connection.
 import socket, statistics, sys, time
 
 sink, source, echo, mib, pings = (int(a) for a in sys.argv[1:6])
+count = int(sys.argv[6]) if len(sys.argv) > 6 else 0
 TIMEOUT = 300
 
 
@@ -43,6 +48,21 @@ t = time.perf_counter() - t0
 s.close()
 print("h2g_mbyte_s %.2f" % (mib * (1 << 20) / t / 1e6))
 
+
+
+def counts():
+    s = conn(count)
+    b = b""
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        b += d
+    s.close()
+    return dict((k, int(v)) for k, v in (l.split() for l in b.decode().splitlines()))
+
+
+before = counts() if count else None
 t0 = time.perf_counter()
 s = conn(source)
 n = 0
@@ -55,3 +75,7 @@ t = time.perf_counter() - t0
 s.close()
 print("g2h_mbyte_s %.2f" % (n / t / 1e6))
 print("g2h_bytes %d" % n)
+if before:
+    after = counts()
+    for k in ("tx_frames", "tx_irqs", "rx_irqs"):
+        print("g2h_%s %d" % (k.replace("tx_frames", "frames"), after[k] - before[k]))
