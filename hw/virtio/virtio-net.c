@@ -671,46 +671,55 @@ static const struct virtio_server_ops vnet_tx_ops = {
 };
 
 /*
- * tx=timer, as QEMU's: a kick only turns kicks off and starts the wait;
- * the frames the driver queues meanwhile cost it no exit, and go out
- * with the first when the wait ends, answered with one interrupt.  The
- * round that serves them turns kicks back on once the ring is empty, or
- * finds more and kicks itself, which starts another wait.  A guest
- * sending a frame at a time pays a kick, an interrupt and a wait each.
+ * tx=timer, as QEMU's: a kick turns kicks off and starts the wait; the
+ * frames the driver queues meanwhile cost it no exit, and go out with
+ * the first when the wait ends, answered with one interrupt.  A kick
+ * during the wait (the driver had not seen kicks turned off) sends at
+ * once.  The round that serves them turns kicks back on once the ring is
+ * empty; a full round (256, QEMU's burst) kicks itself, which starts
+ * another wait, and so does a frame the round finds as it turns kicks
+ * back on (QEMU sends that one first).  A guest sending a frame at a
+ * time pays a kick, an interrupt and a wait each.
+ *
+ * True when the wait started; false when there is nothing to wait for.
  */
-static void vnet_tx_defer(struct vnet *n)
+static bool vnet_tx_defer(struct vnet *n)
 {
 	struct itimerspec its = {
 		.it_value = { (time_t)(n->tx_timer_ns / 1000000000u),
 			      (long)(n->tx_timer_ns % 1000000000u) },
 	};
-
 	bool wait;
 
-	/* A kick that finds nothing (the one at DRIVER_OK) starts no wait. */
 	pthread_mutex_lock(&n->vdev.lock);
 	wait = n->tx.serving && !n->vdev.broken && virtqueue_has_work(vnet_vq(n, VNET_TXQ));
 	if (wait)
 		virtqueue_set_notification(vnet_vq(n, VNET_TXQ), false);
 	pthread_mutex_unlock(&n->vdev.lock);
-	if (!wait || n->tx_timer_armed)
-		return;
-	if (timerfd_settime(n->tx_timer_fd, 0, &its, NULL) == 0) {
-		n->tx_timer_armed = true;
-		return;
-	}
 	/* Cannot fail with a valid time; if it did, late is worse than now. */
-	virtio_server_serve(&n->tx, &vnet_tx_ops);
+	if (!wait || timerfd_settime(n->tx_timer_fd, 0, &its, NULL) < 0)
+		return false;
+	n->tx_timer_armed = true;
+	return true;
 }
 
 static void vnet_tx_kick(void *opaque)
 {
+	static const struct itimerspec off;
 	struct vnet *n = opaque;
 
-	if (n->tx_timer_fd >= 0)
-		vnet_tx_defer(n);
-	else
-		virtio_server_serve(&n->tx, &vnet_tx_ops);
+	if (n->tx_timer_fd >= 0 && !n->tx_timer_armed && vnet_tx_defer(n))
+		return;
+	if (n->tx_timer_armed) {
+		/* Disarmed, its count cleared: a handler already due reads nothing. */
+		(void)timerfd_settime(n->tx_timer_fd, 0, &off, NULL);
+		n->tx_timer_armed = false;
+	}
+	/*
+	 * Also after a full round's self-kick that finds the ring empty:
+	 * serving an empty ring turns kicks back on, or they stay off.
+	 */
+	virtio_server_serve(&n->tx, &vnet_tx_ops);
 }
 
 static void vnet_tx_timer(void *opaque)
@@ -932,9 +941,9 @@ struct vnet *vnet_create(struct machine *m, const struct vnet_cfg *cfg,
 	n->nd = nd;
 	n->host_mtu = cfg->host_mtu;
 	n->tx_timer_fd = -1;
-	if (cfg->tx == VNET_TX_TIMER) {
-		/* 0 would disarm the timer: x-txtimer='s range has no 0. */
-		assert(cfg->tx_timer_ns && cfg->tx_timer_ns <= VNET_TX_TIMER_MAX_NS);
+	/* x-txtimer=0 is QEMU's next turn of its loop: served at once here. */
+	if (cfg->tx == VNET_TX_TIMER && cfg->tx_timer_ns) {
+		assert(cfg->tx_timer_ns <= VNET_TX_TIMER_MAX_NS);
 		n->tx_timer_ns = cfg->tx_timer_ns;
 		n->tx_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		if (n->tx_timer_fd < 0) {
@@ -1025,9 +1034,9 @@ static const struct opt_prop vnet_props[] = {
 	{ "tx", OPT_ENUM, V(tx, int), .names = (const char *const[]){ "bh", "timer", NULL },
 	  .def = "bh", .help = "bh: a kick's frames are sent at once; timer: x-txtimer "
 	  "ns later, kicks off meanwhile, so frames go in batches" },
-	{ "x-txtimer", OPT_U64, V(tx_timer_ns, uint64_t), .min = 1,
+	{ "x-txtimer", OPT_U64, V(tx_timer_ns, uint64_t),
 	  .max = VNET_TX_TIMER_MAX_NS, .def = "150000 (150 us)",
-	  .help = "tx=timer's wait in ns (ignored without it, as QEMU's)" },
+	  .help = "tx=timer's wait in ns, 0: none (ignored without tx=timer, as QEMU's)" },
 	{ NULL },
 };
 #undef V
