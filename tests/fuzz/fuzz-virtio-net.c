@@ -44,7 +44,8 @@
  *     once it has, it takes, sends and uses nothing more;
  *   - after the loop goes idle, nothing that could be done is left: no
  *     frame waits that the posted buffers could take (or that must be
- *     dropped), no kicked transmit chain waits;
+ *     dropped), no kicked transmit chain waits, and unless a tx=timer
+ *     wait is on, the transmit queue asks for the driver's next kick;
  *   - after a reset reads 0, a turn of the loop changes no byte of RAM;
  *   - the device's counters match what the back end saw.
  * Wild inputs check only what ASan, UBSan and the exactly-sized RAM
@@ -61,6 +62,8 @@
  *       the receive queue disabled, bit 7 the transmit queue
  *   u8  receive queue size, u8 transmit queue size: split 1 << (b % 9),
  *       packed b (0: 256)
+ *   u8  more of the device: bit 0 tx=timer (its wait an hour, ended
+ *       whenever the loop has nothing else ready)
  *   then up to 256 operations, u8 op (mod 12) and its bytes:
  *   0 rx chain    u8 shape (bits 0-2: descriptors - 1, bit 3 indirect,
  *                 bit 4 kick after), per descriptor u8 f, u16 len: length
@@ -846,6 +849,19 @@ static void harvest(unsigned qi)
 }
 
 /* Whether the device should have left the rings as they are. */
+/*
+ * Whether the device asks for the driver's next kick (VIRTIO 1.2: 2.7.7
+ * the flag, 2.7.10 avail_event, 2.8.10 the device's event suppression).
+ */
+static bool wants_kicks(const struct queue *q)
+{
+	if (q->packed)
+		return rd16(q->device + 2) != VRING_PACKED_EVENT_FLAG_DISABLE;
+	if (z.features & BIT(VIRTIO_F_RING_EVENT_IDX))
+		return rd16(q->device + 4 + 8ull * q->num) == q->avail_idx;
+	return !(rd16(q->device) & VRING_USED_F_NO_NOTIFY);
+}
+
 static void check_idle(void)
 {
 	struct queue *rx = &z.q[RXQ], *tx = &z.q[TXQ];
@@ -873,12 +889,15 @@ static void check_idle(void)
 			REQUIRE(slots < rx->num, "a frame waits that can never fit (not dropped)");
 		}
 	}
-	if (tx->ready && tx->checkable && !tx->dirty)
+	if (tx->ready && tx->checkable && !tx->dirty) {
 		REQUIRE(!tx->fifo_n, "a kicked transmit chain was not used");
+		if (!timerfd_armed(vnet_tx_timer_fd(z.n)))
+			REQUIRE(wants_kicks(tx), "the transmit queue is idle with kicks off");
+	}
 }
 
-/* The loop until idle; false if it was not idle after TURN_MAX rounds. */
 /*
+ * The loop until idle; false if it was not idle after TURN_MAX rounds.
  * With tx=timer the wait is an hour: it ends once the loop has nothing
  * else ready, so that an idle loop still means nothing left undone.
  */
@@ -1266,10 +1285,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size };
 	uint8_t dev = fuzz_u8(&in), feat = fuzz_u8(&in), rxs = fuzz_u8(&in), txs = fuzz_u8(&in);
+	uint8_t more = fuzz_u8(&in);
 
 	memset(&z, 0, sizeof(z));
-	/* The first driver options' unused bit: the device's tx=timer. */
-	board_up(dev, feat & 0x40);
+	board_up(dev, more & 1);
 	setup(feat, rxs, txs);
 	for (unsigned i = 0; i < MAX_OPS && in.n; i++) {
 		uint8_t op = fuzz_u8(&in);
