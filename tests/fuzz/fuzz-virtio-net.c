@@ -848,7 +848,6 @@ static void harvest(unsigned qi)
 	}
 }
 
-/* Whether the device should have left the rings as they are. */
 /*
  * Whether the device asks for the driver's next kick (VIRTIO 1.2: 2.7.7
  * the flag, 2.7.10 avail_event, 2.8.10 the device's event suppression).
@@ -1134,14 +1133,16 @@ static void op_wild(struct fuzz_in *in)
 	q->checkable = false;
 	z.hostile = true;
 	/*
-	 * A raw receive descriptor or table entry may name, device-writable,
-	 * memory that posted transmit chains hold.  The device writes a frame
-	 * there as told (VIRTIO 1.2, 2.7.5.1 forbids it only device-readable
-	 * buffers) and reads a transmit chain's memory when it gets to it
-	 * (2.7.13.3), so the frame it sends is what that memory then holds,
-	 * not what was posted.
+	 * A raw receive descriptor or table entry (or packed ring entry,
+	 * which is a descriptor) may name, device-writable, memory that
+	 * posted transmit chains or the transmit ring's areas hold.  The
+	 * device writes a frame there as told (VIRTIO 1.2, 2.7.5.1 forbids it
+	 * only device-readable buffers) and reads a transmit chain's memory
+	 * when it gets to it (2.7.13.3), so the frame it sends is what that
+	 * memory then holds, not what was posted, and the transmit ring's
+	 * suppression flags may be a frame's bytes.
 	 */
-	if (qi == RXQ && (what == 0 || what == 3))
+	if (qi == RXQ && (what == 0 || what == 3 || (what == 1 && q->packed)))
 		z.q[TXQ].checkable = false;
 	switch (what) {
 	case 0:	/* a descriptor anywhere in the ring */

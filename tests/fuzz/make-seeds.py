@@ -360,8 +360,8 @@ def net_seeds():
     """fuzz-virtio-net: a driver's operations (see the target's header)."""
     RX, TX, WILD, KICK, FRAME, TURN, RESET, CONFIG, SUPPRESS, REFUSE, SPURIOUS, FILL = range(12)
 
-    def hdr(dev, feat, rxs, txs):
-        return bytes([dev, feat, rxs, txs])
+    def hdr(dev, feat, rxs, txs, more=0):
+        return bytes([dev, feat, rxs, txs, more])
 
     def rx(descs, indirect=False, kick=True):
         """descs: (len, readable) pairs."""
@@ -445,6 +445,14 @@ def net_seeds():
           rx([(2048, False)]) + frame(1000) + turn)
     write('fuzz-virtio-net', 'direct-mtu', hdr(128 | 8 | 2, all_feats, 7, 3) +
           fill(64, 1526) + frame(1515) + frame(1514) + frame(9000) + frame(60) + turn)
+    # tx=timer: frames queued during the wait, a kick during it, a wait
+    # that ends with a full round (a full ring of 16), a reset while on.
+    timer = (tx(12 + 100, kick=True) + tx(12 + 200, kick=False) + turn +
+             tx(12 + 60, kick=True) + tx(12 + 70, kick=True) + turn +
+             b''.join(tx(12 + 60, kick=False) for _ in range(15)) + tx(12 + 60) + turn +
+             tx(12 + 80) + bytes([RESET, all_feats, 4, 4]) + turn + tx(12 + 90) + turn)
+    write('fuzz-virtio-net', 'timer-split', hdr(2 | 4, all_feats, 5, 4, 1) + timer)
+    write('fuzz-virtio-net', 'timer-packed', hdr(1 | 2 | 4, all_feats | 1, 32, 16, 1) + timer)
     # Notification suppression, config space, stray wakeups.
     write('fuzz-virtio-net', 'misc', hdr(2, 2 | 8 | 16, 3, 3) +
           struct.pack('<BBHH', SUPPRESS, 0, 1, 0) + struct.pack('<BBHH', SUPPRESS, 1, 0, 5) +
