@@ -677,9 +677,10 @@ static const struct virtio_server_ops vnet_tx_ops = {
  * during the wait (the driver had not seen kicks turned off) sends at
  * once.  The round that serves them turns kicks back on once the ring is
  * empty; a full round (256, QEMU's burst) kicks itself, which starts
- * another wait, and so does a frame the round finds as it turns kicks
- * back on (QEMU sends that one first).  A guest sending a frame at a
- * time pays a kick, an interrupt and a wait each.
+ * another wait if more are queued (QEMU waits again even if none are),
+ * and so does a frame the round finds as it turns kicks back on (QEMU
+ * sends that one first).  A guest sending a frame at a time pays a kick,
+ * an interrupt and a wait each.
  *
  * True when the wait started; false when there is nothing to wait for.
  */
