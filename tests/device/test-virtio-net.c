@@ -995,16 +995,6 @@ static bool kicks_on(struct gq *q)
 	return !(__atomic_load_n(&u->flags, __ATOMIC_ACQUIRE) & VRING_USED_F_NO_NOTIFY);
 }
 
-/* The wait left on the armed timer, in ns; 0 when it is not armed. */
-static uint64_t timer_left_ns(int fd)
-{
-	struct itimerspec its;
-
-	if (timerfd_gettime(fd, &its) < 0)
-		return 0;
-	return (uint64_t)its.it_value.tv_sec * 1000000000u + (uint64_t)its.it_value.tv_nsec;
-}
-
 /*
  * tx=timer, as QEMU's: a kick starts the wait (x-txtimer's, nearly an
  * hour here, ended by the test) and turns kicks off; what the driver
@@ -1032,7 +1022,7 @@ static void test_tx_timer(bool event_idx)
 	id[0] = tx_send(&g, 0, 100, 1, 1);
 	CHECK_EQ(fake(&g)->sent, 0);
 	/* The whole wait, less what passed since: more than half of it. */
-	left = timer_left_ns(fd);
+	left = timerfd_left_ns(fd);
 	CHECK(left > wait / 2 && left <= wait);
 	CHECK(!kicks_on(&g.q[TXQ]));
 	id[1] = tx_add(&g, 1, 200, 2, 2);

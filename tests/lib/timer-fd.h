@@ -25,6 +25,16 @@ static inline bool timerfd_armed(int fd)
 	return timerfd_gettime(fd, &its) == 0 && (its.it_value.tv_sec || its.it_value.tv_nsec);
 }
 
+/* The wait left on the armed timer, in ns; 0 when it is not armed. */
+static inline uint64_t timerfd_left_ns(int fd)
+{
+	struct itimerspec its;
+
+	if (timerfd_gettime(fd, &its) < 0)
+		return 0;
+	return (uint64_t)its.it_value.tv_sec * 1000000000u + (uint64_t)its.it_value.tv_nsec;
+}
+
 /*
  * An armed timer goes off now: false if it was not armed, or is not
  * readable within wait_ms.  Disarmed first, as a one-shot timer is once it
