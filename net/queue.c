@@ -3,6 +3,7 @@
  * The frame queues between a back end's thread and the NIC's
  * (include/net/queue.h says why they are bounded and locked as they are).
  */
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -35,6 +36,19 @@ void fq_init(struct frame_queue *q)
 	q->n = 0;
 	q->bytes = 0;
 	q->closed = false;
+	q->working = false;
+	q->idle_wanted = false;
+	q->idle_fd = -1;
+}
+
+/* Under q->lock: whoever waits for q to go idle is told (after the unlock). */
+static bool idle_now(struct frame_queue *q)
+{
+	bool kick = q->idle_wanted;
+
+	q->working = false;
+	q->idle_wanted = false;
+	return kick;
 }
 
 /* Whether q takes a frame of len bytes; under q->lock. */
@@ -80,6 +94,7 @@ bool fq_push(struct frame_queue *q, struct frame *f, bool *was_empty)
 struct frame *fq_pop(struct frame_queue *q)
 {
 	struct frame *f;
+	bool kick = false;
 
 	pthread_mutex_lock(&q->lock);
 	f = q->head;
@@ -89,9 +104,26 @@ struct frame *fq_pop(struct frame_queue *q)
 			q->tail = &q->head;
 		q->n--;
 		q->bytes -= f->len;
+		q->working = true;
+	} else {
+		kick = idle_now(q);
 	}
 	pthread_mutex_unlock(&q->lock);
+	if (kick)
+		eventfd_kick(q->idle_fd);
 	return f;
+}
+
+bool fq_busy(struct frame_queue *q)
+{
+	bool busy;
+
+	assert(q->idle_fd >= 0);
+	pthread_mutex_lock(&q->lock);
+	busy = q->head || q->working;
+	q->idle_wanted = busy;
+	pthread_mutex_unlock(&q->lock);
+	return busy;
 }
 
 unsigned fq_clear(struct frame_queue *q)
@@ -110,6 +142,7 @@ unsigned fq_close(struct frame_queue *q)
 {
 	struct frame *f, *next;
 	unsigned n;
+	bool idle;
 
 	pthread_mutex_lock(&q->lock);
 	q->closed = true;
@@ -119,7 +152,10 @@ unsigned fq_close(struct frame_queue *q)
 	q->tail = &q->head;
 	q->n = 0;
 	q->bytes = 0;
+	idle = idle_now(q);	/* what it worked on is dropped too */
 	pthread_mutex_unlock(&q->lock);
+	if (idle)
+		eventfd_kick(q->idle_fd);
 	for (; f; f = next) {
 		next = f->next;
 		free(f);
@@ -136,6 +172,9 @@ void fq_open(struct frame_queue *q)
 
 void fq_destroy(struct frame_queue *q)
 {
+	/* The NIC is gone: nobody waits, and idle_fd may be closed first. */
+	q->idle_wanted = false;
+	q->idle_fd = -1;
 	fq_clear(q);
 	pthread_mutex_destroy(&q->lock);
 }

@@ -605,12 +605,18 @@ static void user_take(struct netdev *nd, const struct iovec *iov, unsigned n)
 	fq_take(&container_of(nd, struct user, nd)->rx, iov, n);
 }
 
+static bool user_tx_busy(struct netdev *nd)
+{
+	return fq_busy(&container_of(nd, struct user, nd)->tx);
+}
+
 static void user_free(struct netdev *nd);
 
 static const struct netdev_ops user_ops = {
 	.send = user_send,
 	.peek = user_peek,
 	.take = user_take,
+	.tx_busy = user_tx_busy,
 	.free = user_free,
 };
 
@@ -842,14 +848,16 @@ static struct user *user_alloc(const char *id)
 	errno = 0;
 	u->nd.ops = &user_ops;
 	u->nd.rx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	u->nd.tx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	u->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	fq_init(&u->rx);
 	fq_init(&u->tx);
+	u->tx.idle_fd = u->nd.tx_fd;
 	u->pfd_cap = 16;
 	u->pfd = malloc(u->pfd_cap * sizeof(*u->pfd));
 	u->id = strdup(id);
 	u->nd.id = u->id;
-	if (u->nd.rx_fd < 0 || u->wake_fd < 0 || !u->pfd || !u->id) {
+	if (u->nd.rx_fd < 0 || u->nd.tx_fd < 0 || u->wake_fd < 0 || !u->pfd || !u->id) {
 		error_report("-netdev user,id=%s: %s", id,
 			     errno ? strerror(errno) : "out of memory");
 		user_free(&u->nd);
@@ -974,6 +982,8 @@ static void user_free(struct netdev *nd)
 	fq_destroy(&u->tx);
 	if (u->nd.rx_fd >= 0)
 		close(u->nd.rx_fd);
+	if (u->nd.tx_fd >= 0)
+		close(u->nd.tx_fd);
 	if (u->wake_fd >= 0)
 		close(u->wake_fd);
 	free(u->pfd);

@@ -317,12 +317,18 @@ static void stream_take(struct netdev *nd, const struct iovec *iov, unsigned n)
 	fq_take(&container_of(nd, struct stream, nd)->rx, iov, n);
 }
 
+static bool stream_tx_busy(struct netdev *nd)
+{
+	return fq_busy(&container_of(nd, struct stream, nd)->tx);
+}
+
 static void stream_free(struct netdev *nd);
 
 static const struct netdev_ops stream_ops = {
 	.send = stream_send,
 	.peek = stream_peek,
 	.take = stream_take,
+	.tx_busy = stream_tx_busy,
 	.free = stream_free,
 };
 
@@ -639,14 +645,16 @@ static struct stream *stream_alloc(const struct netdev_stream_cfg *c)
 	s->nd.ops = &stream_ops;
 	s->sock = s->listen_fd = s->pending = -1;
 	s->nd.rx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->nd.tx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	fq_init(&s->rx);
 	fq_init(&s->tx);
+	s->tx.idle_fd = s->nd.tx_fd;
 	fq_close(&s->tx);	/* until a peer is connected */
 	s->in = malloc(IN_BUF);
 	s->id = strdup(c->head.id);
 	s->nd.id = s->id;
-	if (s->nd.rx_fd < 0 || s->wake_fd < 0 || !s->in || !s->id) {
+	if (s->nd.rx_fd < 0 || s->nd.tx_fd < 0 || s->wake_fd < 0 || !s->in || !s->id) {
 		bad(c, "%s", errno ? strerror(errno) : "out of memory");
 		stream_free(&s->nd);
 		return NULL;
@@ -844,6 +852,8 @@ static void stream_free(struct netdev *nd)
 	fq_destroy(&s->tx);
 	if (s->nd.rx_fd >= 0)
 		close(s->nd.rx_fd);
+	if (s->nd.tx_fd >= 0)
+		close(s->nd.tx_fd);
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	free(s->out);

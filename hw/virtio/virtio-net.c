@@ -86,11 +86,13 @@ struct vnet {
 	struct iothread *loop;
 	struct netdev *nd;	/* NULL: no peer */
 	bool owns_nd;		/* made by the family: freed with the NIC */
-	bool rx_kick_added, tx_kick_added, rx_fd_added, tx_timer_added;
+	bool rx_kick_added, tx_kick_added, rx_fd_added, tx_timer_added, tx_fd_added;
 	bool rx_watching;	/* the loop watches rx_fd (loop thread only) */
 	int tx_timer_fd;	/* tx=timer's, on the loop; -1: kicks served at once */
 	uint64_t tx_timer_ns;
 	bool tx_timer_armed;	/* loop thread only */
+	bool tx_hold;		/* x-txhold=on, tx=bh, and the back end has tx_busy */
+	bool tx_holding;	/* kicks off until the back end is idle (loop thread only) */
 	uint8_t config[VNET_CONFIG_LEN];
 	unsigned held_max;	/* rx_queue_size: the most chains a ring can give */
 	unsigned host_mtu;	/* 0: none offered */
@@ -704,10 +706,50 @@ static bool vnet_tx_defer(struct vnet *n)
 	return true;
 }
 
+/*
+ * tx=bh: frames go to the back end as the kick comes.  A back end with a
+ * thread of its own (user, stream) then works on them while the driver
+ * queues the next; were kicks on meanwhile, each frame would cost the
+ * guest a kick and an interrupt of its own.  So while the back end is
+ * busy with what it was given, kicks stay off (x-txhold): what the driver
+ * queues goes in one round once it is idle, and a stream costs a kick
+ * and an interrupt per such round.  QEMU's bottom half gets the same by
+ * running its back end inside the round.  A lone frame still goes at
+ * once: the hold starts after it.
+ */
+static void vnet_tx_serve(struct vnet *n)
+{
+	virtio_server_serve(&n->tx, &vnet_tx_ops);
+	if (!n->tx_hold || !n->nd->ops->tx_busy(n->nd))
+		return;
+	/* Held even when not serving: the back end's idle kick ends it. */
+	n->tx_holding = true;
+	pthread_mutex_lock(&n->vdev.lock);
+	if (n->tx.serving && !n->vdev.broken)
+		virtqueue_set_notification(vnet_vq(n, VNET_TXQ), false);
+	pthread_mutex_unlock(&n->vdev.lock);
+}
+
+/* The back end has taken every frame it was given: serve what the driver queued meanwhile. */
+static void vnet_tx_idle(void *opaque)
+{
+	struct vnet *n = opaque;
+	eventfd_t cnt;
+
+	/* EAGAIN: a handler already due after the clear finds nothing to do but serve. */
+	(void)eventfd_read(n->nd->tx_fd, &cnt);
+	n->tx_holding = false;
+	vnet_tx_serve(n);
+}
+
 static void vnet_tx_kick(void *opaque)
 {
 	static const struct itimerspec off;
 	struct vnet *n = opaque;
+
+	/* A driver that had not seen kicks turned off: the hold's end serves it. */
+	if (n->tx_holding)
+		return;
 
 	if (n->tx_timer_fd >= 0 && !n->tx_timer_armed && vnet_tx_defer(n))
 		return;
@@ -720,7 +762,7 @@ static void vnet_tx_kick(void *opaque)
 	 * Also after a full round's self-kick that finds the ring empty:
 	 * serving an empty ring turns kicks back on, or they stay off.
 	 */
-	virtio_server_serve(&n->tx, &vnet_tx_ops);
+	vnet_tx_serve(n);
 }
 
 static void vnet_tx_timer(void *opaque)
@@ -891,6 +933,9 @@ static int vnet_watch(struct vnet *n)
 	    iothread_add_fd(n->loop, n->tx_timer_fd, vnet_tx_timer, n) < 0)
 		return -1;
 	n->tx_timer_added = n->tx_timer_fd >= 0;
+	if (n->tx_hold && iothread_add_fd(n->loop, n->nd->tx_fd, vnet_tx_idle, n) < 0)
+		return -1;
+	n->tx_fd_added = n->tx_hold;
 	if (n->nd && iothread_add_fd(n->loop, n->nd->rx_fd, vnet_rx_ready, n) < 0)
 		return -1;
 	n->rx_fd_added = n->nd != NULL;
@@ -954,6 +999,7 @@ struct vnet *vnet_create(struct machine *m, const struct vnet_cfg *cfg,
 			return NULL;
 		}
 	}
+	n->tx_hold = n->tx_timer_fd < 0 && cfg->tx_hold && nd && nd->ops->tx_busy;
 	vnet_config_init(n, m, cfg);
 	if (vnet_device_init(n, m, cfg) < 0)
 		goto fail;
@@ -984,6 +1030,8 @@ void vnet_free(struct vnet *n)
 		iothread_del_fd(n->loop, n->nd->rx_fd);
 	if (n->tx_timer_added)
 		iothread_del_fd(n->loop, n->tx_timer_fd);
+	if (n->tx_fd_added)
+		iothread_del_fd(n->loop, n->nd->tx_fd);
 	if (n->tx_timer_fd >= 0)
 		close(n->tx_timer_fd);
 	vnet_rx_drop_held(n);
@@ -1038,6 +1086,9 @@ static const struct opt_prop vnet_props[] = {
 	{ "x-txtimer", OPT_U64, V(tx_timer_ns, uint64_t),
 	  .max = VNET_TX_TIMER_MAX_NS, .def = "150000 (150 us)",
 	  .help = "tx=timer's wait in ns, 0: none (ignored without tx=timer, as QEMU's)" },
+	{ "x-txhold", OPT_BOOL, V(tx_hold, bool), .def = "on",
+	  .help = "tx=bh: while the back end's thread is busy with frames, kicks stay "
+	  "off and the driver's next frames go in one round once it is idle" },
 	{ NULL },
 };
 #undef V
@@ -1051,6 +1102,7 @@ static const struct vnet_cfg vnet_defaults = {
 	.tx_queue_size = VNET_DEFAULT_QUEUE_SIZE,
 	.tx = VNET_TX_BH,
 	.tx_timer_ns = VNET_TX_TIMER_NS,
+	.tx_hold = true,
 };
 
 static int hex_digit(char c)

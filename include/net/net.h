@@ -13,9 +13,10 @@
  * slow or gone); frames cross between it and the NIC through queues it
  * owns (net/queue.c), so neither side ever runs inside the other's locks.
  *
- * Threads: the NIC calls send/peek/take/recv from one thread of its own (its
- * event loop); the back end may fill its receive queue from any thread
- * and then makes rx_fd readable.
+ * Threads: the NIC calls send/peek/take/recv/tx_busy from one thread of
+ * its own (its event loop); the back end may fill its receive queue from
+ * any thread and then makes rx_fd readable, and says it is idle on tx_fd
+ * from its own.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -70,6 +71,14 @@ struct netdev_ops {
 	 * feature negotiation.
 	 */
 	void (*set_offload)(struct netdev *nd, unsigned offloads);
+	/*
+	 * Optional, for back ends whose thread takes the frames send()
+	 * queued: whether it still has some, or works on one.  If so, tx_fd
+	 * becomes readable once it has none (the NIC clears it), so the NIC
+	 * can hold the guest's next frames until then, as a NIC whose back
+	 * end runs on its own thread finds them held.
+	 */
+	bool (*tx_busy)(struct netdev *nd);
 	/* Stops the back end's thread, closes its sockets. */
 	void (*free)(struct netdev *nd);
 };
@@ -91,6 +100,7 @@ struct netdev {
 	 * found empty), a tap's own fd.
 	 */
 	int rx_fd;
+	int tx_fd;		/* with tx_busy: readable once the back end is idle */
 	/*
 	 * 0: frames are bare Ethernet frames.  NETDEV_VNET_HDR_LEN: each
 	 * frame both ways starts with the virtio-net header, which carries

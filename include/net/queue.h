@@ -43,19 +43,31 @@ struct frame_queue {
 	unsigned n;
 	size_t bytes;
 	bool closed;		/* fq_close'd: takes no frame until fq_open */
+	/*
+	 * The popping thread still works on the frame it popped last: it
+	 * pops the next only once done with it (the tx queue's back end).
+	 */
+	bool working;
+	bool idle_wanted;	/* fq_busy said yes: kick idle_fd once idle */
+	int idle_fd;		/* -1 (fq_init's): fq_busy is not used on q */
 };
 
 /* A frame of len bytes, its data not filled in; NULL when out of memory. */
 struct frame *frame_new(size_t len);
 
-/* An empty queue, open. */
+/* An empty queue, open, with no idle_fd (set it before any thread uses q). */
 void fq_init(struct frame_queue *q);
 /*
  * Queues f; false (f not taken) when over the bound or closed.
  * *was_empty: it was.
  */
 bool fq_push(struct frame_queue *q, struct frame *f, bool *was_empty);
-/* The oldest frame, unlinked (the caller frees it); NULL when none. */
+/*
+ * The oldest frame, unlinked (the caller frees it); NULL when none.  On
+ * the tx queue the back end pops a frame only once done with the one
+ * before, so a pop that finds q empty means it is idle: idle_fd is kicked
+ * then if fq_busy asked for it.
+ */
 struct frame *fq_pop(struct frame_queue *q);
 /* Frees every frame queued; how many there were. */
 unsigned fq_clear(struct frame_queue *q);
@@ -68,6 +80,12 @@ unsigned fq_clear(struct frame_queue *q);
 unsigned fq_close(struct frame_queue *q);
 /* Opens q again: it takes frames from now on. */
 void fq_open(struct frame_queue *q);
+/*
+ * The NIC's side, for struct netdev_ops' tx_busy: whether q holds frames,
+ * or the back end still works on the last it popped; if so, q->idle_fd is
+ * kicked once it has neither (its next pop finds q empty, or q is closed).
+ */
+bool fq_busy(struct frame_queue *q);
 void fq_destroy(struct frame_queue *q);
 
 /*

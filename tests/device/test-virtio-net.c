@@ -69,6 +69,10 @@ struct fake_nd {
 	unsigned offload_calls;
 	unsigned takes;		/* frames copied into the guest's buffers by take() */
 	unsigned recvs;		/* frames read straight into them by recv() */
+	bool slow;		/* each frame sent keeps it busy until fake_idle() */
+	bool busy;		/* what tx_busy() says */
+	bool idle_wanted;	/* tx_busy() said yes: fake_idle() makes tx_fd readable */
+	unsigned busy_asked;
 };
 
 /* The header every frame carries (the tap back end's way), for fakes made while it is set. */
@@ -92,6 +96,7 @@ static bool fake_send(struct netdev *nd, const struct iovec *iov, unsigned n, si
 	}
 	CHECK_EQ(off, len);
 	f->last_len = len;
+	f->busy |= f->slow;
 	if (f->sent < SENT_MAX)
 		f->tag[f->sent] = (uint16_t)(f->last[14] | f->last[15] << 8);
 	f->sent++;
@@ -173,6 +178,24 @@ static void fake_set_offload(struct netdev *nd, unsigned offloads)
 }
 
 /* Tests own the fake: the NIC must never free it. */
+static bool fake_tx_busy(struct netdev *nd)
+{
+	struct fake_nd *f = container_of(nd, struct fake_nd, nd);
+
+	f->busy_asked++;
+	f->idle_wanted = f->busy;
+	return f->busy;
+}
+
+/* The back end has sent every frame it was given, as its thread would say. */
+static void fake_idle(struct fake_nd *f)
+{
+	f->busy = false;
+	if (f->idle_wanted)
+		CHECK(eventfd_write(f->nd.tx_fd, 1) == 0);
+	f->idle_wanted = false;
+}
+
 static void fake_free(struct netdev *nd)
 {
 	(void)nd;
@@ -181,9 +204,10 @@ static void fake_free(struct netdev *nd)
 
 static const struct netdev_ops fake_ops = {
 	.send = fake_send, .peek = fake_peek, .take = fake_take,
-	.set_offload = fake_set_offload, .free = fake_free,
+	.set_offload = fake_set_offload, .tx_busy = fake_tx_busy, .free = fake_free,
 };
 
+/* A tap's: recv(), and no thread of its own to be busy. */
 static const struct netdev_ops fake_direct_ops = {
 	.send = fake_send, .peek = fake_peek, .take = fake_take, .recv = fake_recv,
 	.set_offload = fake_set_offload, .free = fake_free,
@@ -198,7 +222,8 @@ static void fake_init(struct fake_nd *f)
 	/* A tap's longest: the header, an Ethernet header, the largest IP packet. */
 	f->nd.rx_max_len = fake_hdr_len + ETH_HDR + 65535;
 	f->nd.rx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	CHECK(f->nd.rx_fd >= 0);
+	f->nd.tx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	CHECK(f->nd.rx_fd >= 0 && f->nd.tx_fd >= 0);
 }
 
 static void fake_destroy(struct fake_nd *f)
@@ -209,6 +234,7 @@ static void fake_destroy(struct fake_nd *f)
 		f->rx_n--;
 	}
 	close(f->nd.rx_fd);
+	close(f->nd.tx_fd);
 }
 
 static uint8_t pattern(unsigned seed, size_t i)
@@ -241,7 +267,7 @@ static struct vnet_cfg cfg_default(bool packed)
 {
 	return (struct vnet_cfg){
 		.ring = { .event_idx = true, .indirect_desc = true, .packed = packed },
-		.rx_queue_size = 256, .tx_queue_size = 256,
+		.rx_queue_size = 256, .tx_queue_size = 256, .tx_hold = true,
 	};
 }
 
@@ -1142,6 +1168,156 @@ static void test_tx_timer_rounds(void)
 }
 
 /*
+ * Split ring with EVENT_IDX: the driver asks for an interrupt at the next
+ * used entry (used_event, VIRTIO 1.2, 2.7.10), as Linux's does when it
+ * turns callbacks back on.  Without EVENT_IDX the field is unused.
+ */
+static void want_next_irq(struct gq *q)
+{
+	struct vq_driver *d = &q->ring;
+	struct vring_avail *a = drv_ptr(d, d->driver);
+
+	if (!d->packed)
+		__atomic_store_n(&a->ring[d->num], d->last_used_idx, __ATOMIC_RELEASE);
+}
+
+/*
+ * tx=bh on a back end whose thread is still busy with what it was sent
+ * (x-txhold, the default): the kick's frame goes at once, then kicks are
+ * off until the back end is idle; what the driver queues meanwhile (a
+ * kick that comes anyway included) waits, and goes in one round, in
+ * order, with one interrupt, once it is.  Idle with nothing queued, the
+ * device wants kicks again; a back end already idle at the kick sends
+ * each frame at once and leaves kicks on.
+ */
+static void test_tx_hold(bool packed, bool event_idx)
+{
+	struct vnet_cfg cfg = cfg_default(packed);
+	uint64_t want = event_idx ? ALL_FEATURES : ALL_FEATURES & ~BIT(VIRTIO_RING_F_EVENT_IDX);
+	struct net g;
+	uint32_t len = 1;
+	int id[3];
+
+	if (!net_up(&g, &cfg, NUM, want))
+		return;
+	fake(&g)->slow = true;
+	id[0] = tx_send(&g, 0, 100, 1, 1);
+	CHECK(fake(&g)->sent == 1 && frame_is(fake(&g)->last, 100, 1));
+	CHECK(id[0] >= 0 && gq_get_used(&g.q[TXQ], &len) == id[0] && len == 0);
+	CHECK_EQ(irq_take(&g.d, VEC_TX, 0), 1);
+	want_next_irq(&g.q[TXQ]);
+	if (!packed)
+		CHECK(!kicks_on(&g.q[TXQ]));
+	id[1] = tx_send(&g, 1, 200, 2, 2);
+	id[2] = tx_add(&g, 2, 300, 3, 3);
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, 1);
+	CHECK_EQ(gq_get_used(&g.q[TXQ], &len), -1);
+	CHECK_EQ(irq_take(&g.d, VEC_TX, 0), 0);
+
+	fake_idle(fake(&g));
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, 3);
+	for (unsigned i = 1; i < 3; i++) {
+		len = 1;
+		CHECK(id[i] >= 0 && gq_get_used(&g.q[TXQ], &len) == id[i]);
+		CHECK_EQ(len, 0);
+	}
+	CHECK(fake(&g)->last_len == 300 && frame_is(fake(&g)->last, 300, 3));
+	CHECK_EQ(irq_take(&g.d, VEC_TX, 0), 1);
+	/* Busy with those two now: still held, until it is idle again. */
+	if (!packed)
+		CHECK(!kicks_on(&g.q[TXQ]));
+	fake_idle(fake(&g));
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, 3);
+	CHECK(kicks_on(&g.q[TXQ]));
+	CHECK_EQ(irq_take(&g.d, VEC_TX, 0), 0);
+
+	/* Idle by the next kick: at once, kicks on. */
+	fake(&g)->slow = false;
+	tx_send(&g, 3, 64, 1, 4);
+	CHECK(fake(&g)->sent == 4 && frame_is(fake(&g)->last, 64, 4));
+	CHECK(kicks_on(&g.q[TXQ]));
+	tx_send(&g, 4, 65, 1, 5);
+	CHECK(fake(&g)->sent == 5 && kicks_on(&g.q[TXQ]));
+	CHECK_EQ(stats(&g).tx_frames, 5);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	net_free(&g);
+}
+
+/* x-txhold=off: a busy back end changes nothing; it is not even asked. */
+static void test_tx_hold_off(void)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	struct net g;
+
+	cfg.tx_hold = false;
+	if (!net_up(&g, &cfg, NUM, ALL_FEATURES))
+		return;
+	fake(&g)->slow = true;
+	for (unsigned i = 0; i < 3; i++) {
+		tx_send(&g, i, 100 + i, 1, i);
+		CHECK(fake(&g)->sent == i + 1 && frame_is(fake(&g)->last, 100 + i, i));
+		CHECK(kicks_on(&g.q[TXQ]));
+	}
+	CHECK_EQ(fake(&g)->busy_asked, 0);
+	net_free(&g);
+}
+
+/*
+ * Held with more than a round queued: the round's own kick to itself
+ * waits for the back end as the driver's would, and the rest goes once it
+ * is idle, every frame once and in order.  A reset during a hold leaves
+ * nothing for its end to send, and the device set up again holds as
+ * before.
+ */
+static void test_tx_hold_rounds(void)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	enum { CHAINS = 300, FRAME = 64 };
+	struct net g;
+
+	cfg.rx_queue_size = cfg.tx_queue_size = 1024;
+	if (!net_up(&g, &cfg, 1024, ALL_FEATURES))
+		return;
+	fake(&g)->slow = true;
+	tx_add_tagged(&g, CHAINS, FRAME);
+	gq_kick(&g.q[TXQ]);
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, 256);
+	CHECK(!kicks_on(&g.q[TXQ]));
+	fake_idle(fake(&g));
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, CHAINS);
+	for (unsigned i = 0; i < CHAINS; i++)
+		CHECK_EQ(fake(&g)->tag[i], i);
+	fake_idle(fake(&g));
+	nic_turn(&g);
+	CHECK(kicks_on(&g.q[TXQ]));
+
+	/* A frame, held after it; a reset; the hold's end sends nothing. */
+	tx_send(&g, 0, 64, 1, 1);
+	CHECK_EQ(fake(&g)->sent, CHAINS + 1);
+	tx_add(&g, 1, 64, 1, 2);
+	CHECK(vdev_reset(&g.d));
+	fake_idle(fake(&g));
+	nic_turn(&g);
+	CHECK_EQ(fake(&g)->sent, CHAINS + 1);
+	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
+	CHECK(nic_start(&g, NUM, ALL_FEATURES));
+	tx_send(&g, 0, 70, 1, 7);
+	CHECK(fake(&g)->sent == CHAINS + 2 && frame_is(fake(&g)->last, 70, 7));
+	CHECK(!kicks_on(&g.q[TXQ]));
+	tx_send(&g, 1, 71, 1, 8);
+	CHECK_EQ(fake(&g)->sent, CHAINS + 2);
+	fake_idle(fake(&g));
+	nic_turn(&g);
+	CHECK(fake(&g)->sent == CHAINS + 3 && frame_is(fake(&g)->last, 71, 8));
+	net_free(&g);
+}
+
+/*
  * More chains than one round takes: the device yields to the loop's other
  * handlers after one round and comes back by itself, so everything is
  * sent, each once, after the loop has turned.
@@ -1726,7 +1902,7 @@ static void test_cmdline(void)
 		fclose(mf);
 		for (const char *const *k = (const char *const[]){ "netdev", "mac", "host_mtu",
 				"packed", "event_idx", "indirect_desc", "rx_queue_size",
-				"tx_queue_size", "x-txtimer", NULL }; *k; k++)
+				"tx_queue_size", "x-txtimer", "x-txhold", NULL }; *k; k++)
 			CHECK(help && strstr(help, *k));
 	}
 	free(help);
@@ -1735,7 +1911,10 @@ static void test_cmdline(void)
 	c = parse("");
 	CHECK(c && !c->netdev && !c->mac_set && !c->host_mtu && !c->ring.packed &&
 	      c->ring.event_idx && c->ring.indirect_desc && c->rx_queue_size == 256 &&
-	      c->tx_queue_size == 256 && c->tx == VNET_TX_BH);
+	      c->tx_queue_size == 256 && c->tx == VNET_TX_BH && c->tx_hold);
+	cfg_free(c);
+	c = parse("x-txhold=off");
+	CHECK(c && c->tx == VNET_TX_BH && !c->tx_hold);
 	cfg_free(c);
 	/* QEMU's tx=timer and its wait in ns, 150 us unless x-txtimer= says. */
 	c = parse("tx=timer");
@@ -1772,6 +1951,7 @@ static void test_cmdline(void)
 	check_refused("bogus=1");
 	check_refused("tx=later");
 	check_refused("tx=timer,x-txtimer=3600000000001");
+	check_refused("x-txhold=maybe");
 }
 
 /* netdev= names a -netdev user; nothing else will do. */
@@ -1893,6 +2073,11 @@ int main(void)
 	RUN(test_tx_timer(false));
 	RUN(test_tx_timer_zero());
 	RUN(test_tx_timer_rounds());
+	RUN(test_tx_hold(false, true));
+	RUN(test_tx_hold(false, false));
+	RUN(test_tx_hold(true, true));
+	RUN(test_tx_hold_off());
+	RUN(test_tx_hold_rounds());
 	RUN(test_tx(true));
 	RUN(test_rx_one(true));
 	RUN(test_rx_mrg(true));

@@ -63,7 +63,9 @@
  *   u8  receive queue size, u8 transmit queue size: split 1 << (b % 9),
  *       packed b (0: 256)
  *   u8  more of the device: bit 0 tx=timer (its wait an hour, ended
- *       whenever the loop has nothing else ready)
+ *       whenever the loop has nothing else ready); bit 1 the back end
+ *       stays busy with each frame it takes (x-txhold holds the next),
+ *       until the loop has nothing else ready
  *   then up to 256 operations, u8 op (mod 12) and its bytes:
  *   0 rx chain    u8 shape (bits 0-2: descriptors - 1, bit 3 indirect,
  *                 bit 4 kick after), per descriptor u8 f, u16 len: length
@@ -197,6 +199,8 @@ struct fake {
 	unsigned seed[FAKE_MAX];
 	unsigned head, n, next_seed;
 	bool refuse;
+	bool slow;		/* each frame sent keeps it busy until the loop is idle */
+	bool busy, idle_wanted;
 	uint64_t takes, drops, sends_ok, sends_refused;
 	uint64_t recvs;		/* of takes and drops, those recv() gave */
 };
@@ -349,7 +353,25 @@ static bool fake_send(struct netdev *nd, const struct iovec *iov, unsigned n, si
 		return false;
 	}
 	f->sends_ok++;
+	f->busy |= f->slow;
 	return true;
+}
+
+static bool fake_tx_busy(struct netdev *nd)
+{
+	struct fake *f = container_of(nd, struct fake, nd);
+
+	f->idle_wanted = f->busy;
+	return f->busy;
+}
+
+/* The back end done with what it was sent; tx_fd says so if it was asked. */
+static void fake_idle(struct fake *f)
+{
+	f->busy = false;
+	if (f->idle_wanted && eventfd_write(f->nd.tx_fd, 1) < 0)
+		abort();
+	f->idle_wanted = false;
 }
 
 static size_t fake_peek(struct netdev *nd)
@@ -518,12 +540,13 @@ static void fake_free(struct netdev *nd)
 }
 
 static const struct netdev_ops fake_ops = {
-	.send = fake_send, .peek = fake_peek, .take = fake_take, .free = fake_free,
+	.send = fake_send, .peek = fake_peek, .take = fake_take, .tx_busy = fake_tx_busy,
+	.free = fake_free,
 };
 
 static const struct netdev_ops fake_recv_ops = {
 	.send = fake_send, .peek = fake_peek, .take = fake_take, .recv = fake_recv,
-	.free = fake_free,
+	.tx_busy = fake_tx_busy, .free = fake_free,
 };
 
 static void fake_queue(uint32_t len)
@@ -898,7 +921,8 @@ static void check_idle(void)
 /*
  * The loop until idle; false if it was not idle after TURN_MAX rounds.
  * With tx=timer the wait is an hour: it ends once the loop has nothing
- * else ready, so that an idle loop still means nothing left undone.
+ * else ready, so that an idle loop still means nothing left undone; and
+ * so does a slow back end's business.
  */
 static bool loop_turn(void)
 {
@@ -907,6 +931,10 @@ static bool loop_turn(void)
 	for (unsigned i = 0; i < TURN_MAX; i++) {
 		if (iothread_poll(z.b.m.loop, 0) > 0)
 			continue;
+		if (z.f.busy) {
+			fake_idle(&z.f);
+			continue;
+		}
 		if (fd < 0 || !timerfd_armed(fd))
 			return true;
 		if (!timerfd_fire(fd, 1000))
@@ -1218,13 +1246,15 @@ static void op_suppress(struct fuzz_in *in)
 
 /* ---- the board ---- */
 
-static void board_up(uint8_t dev, bool tx_timer)
+static void board_up(uint8_t dev, uint8_t more)
 {
+	bool tx_timer = more & 1;
 	struct vnet_cfg cfg = {
 		.ring = { .packed = dev & 1, .event_idx = dev & 2, .indirect_desc = dev & 4 },
 		.host_mtu = dev & 8 ? 1500 : 0,
 		.rx_queue_size = dev & 32 ? 1024 : 256, .tx_queue_size = dev & 64 ? 512 : 256,
 		.tx = tx_timer ? VNET_TX_TIMER : VNET_TX_BH, .tx_timer_ns = 3600000000000ull,
+		.tx_hold = true,
 	};
 	unsigned devfn = 0;
 	bool found = false;
@@ -1240,9 +1270,11 @@ static void board_up(uint8_t dev, bool tx_timer)
 	z.f.nd.rx_max_len = FRAME_MAX;
 	z.f.nd.id = "fuzz";
 	z.f.nd.rx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	z.f.nd.tx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	z.f.slow = more & 2;
 	z.no_nd = dev & 16;
 	z.host_mtu = cfg.host_mtu;
-	if (!z.b.m.loop || z.f.nd.rx_fd < 0)
+	if (!z.b.m.loop || z.f.nd.rx_fd < 0 || z.f.nd.tx_fd < 0)
 		abort();
 	z.n = vnet_create(&z.b.m, &cfg, virtio_pci_plug(&z.b.m, NET_CLASS),
 			  z.no_nd ? NULL : &z.f.nd);
@@ -1277,6 +1309,7 @@ static void board_down(void)
 	REQUIRE(s.tx_dropped >= z.f.sends_refused, "tx_dropped misses refused sends");
 	vnet_free(z.n);
 	close(z.f.nd.rx_fd);
+	close(z.f.nd.tx_fd);
 	iothread_free(z.b.m.loop);
 	board_destroy(&z.b);
 	fuzz_ram_free(&z.ram);
@@ -1289,7 +1322,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t more = fuzz_u8(&in);
 
 	memset(&z, 0, sizeof(z));
-	board_up(dev, more & 1);
+	board_up(dev, more);
 	setup(feat, rxs, txs);
 	for (unsigned i = 0; i < MAX_OPS && in.n; i++) {
 		uint8_t op = fuzz_u8(&in);

@@ -453,6 +453,10 @@ def net_seeds():
              tx(12 + 80) + bytes([RESET, all_feats, 4, 4]) + turn + tx(12 + 90) + turn)
     write('fuzz-virtio-net', 'timer-split', hdr(2 | 4, all_feats, 5, 4, 1) + timer)
     write('fuzz-virtio-net', 'timer-packed', hdr(1 | 2 | 4, all_feats | 1, 32, 16, 1) + timer)
+    # A back end busy with each frame it takes (x-txhold): the same steps.
+    write('fuzz-virtio-net', 'hold-split', hdr(2 | 4, all_feats, 5, 4, 2) + timer)
+    write('fuzz-virtio-net', 'hold-packed', hdr(1 | 2 | 4, all_feats | 1, 32, 16, 2) + timer)
+    write('fuzz-virtio-net', 'hold-noevent', hdr(4, all_feats & ~2, 5, 4, 2) + timer)
     # Notification suppression, config space, stray wakeups.
     write('fuzz-virtio-net', 'misc', hdr(2, 2 | 8 | 16, 3, 3) +
           struct.pack('<BBHH', SUPPRESS, 0, 1, 0) + struct.pack('<BBHH', SUPPRESS, 1, 0, 5) +

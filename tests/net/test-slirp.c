@@ -273,6 +273,36 @@ static void test_arp(void)
 	user_free(nd, cfg);
 }
 
+/*
+ * tx_busy: the slirp thread takes what send() queued, and once it has
+ * taken it all says so on tx_fd, if it was asked while busy.  Whether it
+ * is still busy right after a send is the two threads' race, so either
+ * answer may come; a yes must be followed by tx_fd, and then a no.
+ */
+static void test_tx_busy(void)
+{
+	struct netdev_user_cfg *cfg;
+	struct netdev *nd = user_new("id=busy", &cfg);
+	uint8_t f[FRAME_MAX];
+	unsigned busy = 0;
+
+	CHECK(nd);
+	for (unsigned i = 0; nd && i < 64; i++) {
+		struct pollfd pfd = { nd->tx_fd, POLLIN, 0 };
+		uint64_t n;
+
+		CHECK(send_frame(nd, f, arp_frame(f, 1, bcast, guest_mac, GUEST, zero_mac, DNS)));
+		if (!nd->ops->tx_busy(nd))
+			continue;
+		busy++;
+		CHECK_EQ(poll(&pfd, 1, WAIT_MS), 1);
+		CHECK(read(nd->tx_fd, &n, sizeof(n)) == sizeof(n));
+		CHECK(!nd->ops->tx_busy(nd));
+	}
+	printf("# busy right after %u of 64 sends\n", busy);
+	user_free(nd, cfg);
+}
+
 /* ---- 3: hostfwd ---- */
 
 /* A listening, non-blocking socket on 127.0.0.1, on a port the kernel picked. */
@@ -915,6 +945,7 @@ int main(void)
 	RUN(test_dhcp("id=n1,net=192.168.76.0/24,dhcpstart=192.168.76.9,hostname=guest1",
 		      &lease76));
 	RUN(test_arp());
+	RUN(test_tx_busy());
 	RUN(test_hostfwd());
 	RUN(test_restrict_on());
 	RUN(test_restrict_off());

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -1150,6 +1151,65 @@ static void test_lost_with_queue(const char *dir, enum over over)
 	where_free(&w);
 }
 
+/* Whether the back end says it is idle (tx_fd) now, without waiting. */
+static bool idle_said(struct netdev *nd)
+{
+	struct pollfd pfd = { nd->tx_fd, POLLIN, 0 };
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+/*
+ * tx_busy: busy while frames send() took wait for a peer that reads
+ * nothing, and tx_fd stays quiet; once the peer has read them all, tx_fd
+ * says so (once) and the back end is idle.  The peer gone with frames
+ * queued also ends the business: they are dropped.
+ */
+static bool tx_busy(struct netdev *nd, int fd)
+{
+	unsigned n = fill_tx(nd, 1000, QUEUE_FRAMES + slack(fd, 1000));
+	eventfd_t cnt;
+
+	REQUIRE(n >= QUEUE_FRAMES);
+	CHECK(nd->ops->tx_busy(nd));
+	CHECK(!idle_said(nd));
+	CHECK_EQ(drain_peer(fd, 1000, n), n);
+	CHECK(wait_fd(nd->tx_fd, POLLIN, deadline()));
+	CHECK_EQ(eventfd_read(nd->tx_fd, &cnt), 0);
+	CHECK(!nd->ops->tx_busy(nd));
+	/* Asked while idle: nothing to say later. */
+	REQUIRE(to_peer(nd, fd, 60, 1));
+	CHECK(!idle_said(nd));
+
+	fixed_buffers(fd);
+	n = fill_tx(nd, 1514, QUEUE_FRAMES + slack(fd, 1514));
+	REQUIRE(n >= QUEUE_FRAMES);
+	CHECK(nd->ops->tx_busy(nd));
+	shutdown(fd, SHUT_WR);
+	CHECK(wait_fd(nd->tx_fd, POLLIN, deadline()));
+	CHECK(!nd->ops->tx_busy(nd));
+	return true;
+}
+
+static void test_tx_busy(const char *dir, enum over over)
+{
+	char line[512];
+	struct where w;
+	int lfd = -1, fd = -1;
+	struct backend b = { NULL, NULL };
+
+	if (where_new(&w, dir, "b.sock", over))
+		b = client_of(&w, "b0", &lfd, &fd);
+	capture_begin();	/* the link's down line, said by the second case */
+	if (b.nd && fd >= 0)
+		tx_busy(b.nd, fd);
+	capture_end(line, sizeof(line));
+	backend_free(&b);
+	close_fd(fd);
+	close_fd(lfd);
+	where_free(&w);
+}
+
 /*
  * free() with frames everywhere: the transmit queue full and one half
  * written, frames for the guest queued, half a frame read.  The ASan
@@ -1547,6 +1607,8 @@ int main(int argc, char **argv)
 	RUN(test_rx_bound(dir, OVER_TCP));
 	RUN(test_lost_with_queue(dir, OVER_UNIX));
 	RUN(test_lost_with_queue(dir, OVER_TCP));
+	RUN(test_tx_busy(dir, OVER_UNIX));
+	RUN(test_tx_busy(dir, OVER_TCP));
 	RUN(test_free_in_flight(dir, OVER_UNIX));
 	RUN(test_free_in_flight(dir, OVER_TCP));
 	for (unsigned i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++)
