@@ -172,7 +172,7 @@ void fq_open(struct frame_queue *q)
 
 void fq_destroy(struct frame_queue *q)
 {
-	/* The NIC is gone: nobody waits, and idle_fd may be closed first. */
+	/* The NIC is gone: nobody waits for idle_fd any more. */
 	q->idle_wanted = false;
 	q->idle_fd = -1;
 	fq_clear(q);

@@ -707,7 +707,7 @@ static bool vnet_tx_defer(struct vnet *n)
 }
 
 /*
- * tx=bh: frames go to the back end as the kick comes.  A back end with a
+ * tx=bh (and x-txtimer=0): frames go to the back end as the kick comes.  A back end with a
  * thread of its own (user, stream) then works on them while the driver
  * queues the next; were kicks on meanwhile, each frame would cost the
  * guest a kick and an interrupt of its own.  So while the back end is
@@ -1087,8 +1087,9 @@ static const struct opt_prop vnet_props[] = {
 	  .max = VNET_TX_TIMER_MAX_NS, .def = "150000 (150 us)",
 	  .help = "tx=timer's wait in ns, 0: none (ignored without tx=timer, as QEMU's)" },
 	{ "x-txhold", OPT_BOOL, V(tx_hold, bool), .def = "on",
-	  .help = "tx=bh: while the back end's thread is busy with frames, kicks stay "
-	  "off and the driver's next frames go in one round once it is idle" },
+	  .help = "tx=bh (and tx=timer,x-txtimer=0): while the back end's thread is busy "
+	  "with frames, kicks stay off and the driver's next frames go in one round "
+	  "once it is idle" },
 	{ NULL },
 };
 #undef V

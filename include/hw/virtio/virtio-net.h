@@ -44,7 +44,7 @@ struct vnet_cfg {
 	unsigned rx_queue_size, tx_queue_size;
 	int tx;				/* tx=: enum vnet_tx_mode */
 	uint64_t tx_timer_ns;		/* x-txtimer=: tx=timer's wait */
-	bool tx_hold;			/* x-txhold=: tx=bh holds frames while the back end is busy */
+	bool tx_hold;			/* x-txhold=: served at once, frames held while the back end is busy */
 };
 
 struct vnet;
