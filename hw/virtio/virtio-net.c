@@ -994,9 +994,7 @@ struct vnet *vnet_create(struct machine *m, const struct vnet_cfg *cfg,
 		n->tx_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		if (n->tx_timer_fd < 0) {
 			error_report("virtio-net: tx=timer: no timer: %s", strerror(errno));
-			virtio_unplug(plug);
-			free(n);
-			return NULL;
+			goto fail;
 		}
 	}
 	n->tx_hold = n->tx_timer_fd < 0 && cfg->tx_hold && nd && nd->ops->tx_busy;

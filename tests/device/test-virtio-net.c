@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "hw/device.h"
@@ -1104,6 +1105,48 @@ static void test_tx_timer_zero(void)
 }
 
 /*
+ * tx=timer with no fd left for its timer: one line, no NIC (the ASan
+ * build finds what the failure would leak).
+ */
+static void test_tx_timer_no_fd(void)
+{
+	struct vnet_cfg cfg = cfg_default(false);
+	struct tmachine *t = machine_board(1, false);
+	struct rlimit old, low;
+	struct virtio_plug *plug;
+	struct fake_nd f;
+	struct vnet *n = NULL;
+	char line[256];
+	int next;
+
+	fake_init(&f);
+	cfg.tx = VNET_TX_TIMER;
+	cfg.tx_timer_ns = HOUR_NS;
+	t->b.m.loop = iothread_new("main");
+	plug = virtio_pci_plug(&t->b.m, NET_CLASS);
+	capture_begin();
+	/* The lowest free number becomes the limit: the next fd made fails. */
+	next = dup(0);
+	if (t->b.m.loop && plug && next >= 0 && getrlimit(RLIMIT_NOFILE, &old) == 0) {
+		low = old;
+		low.rlim_cur = (rlim_t)next;
+		close(next);
+		if (setrlimit(RLIMIT_NOFILE, &low) == 0) {
+			n = vnet_create(&t->b.m, &cfg, plug, &f.nd);
+			CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+			plug = NULL;
+		}
+	}
+	CHECK_EQ(capture_end(line, sizeof(line)), 1);
+	CHECK(plug == NULL && n == NULL);
+	CHECK(strstr(line, "virtio-net: tx=timer: no timer: Too many open files"));
+	vnet_free(n);
+	iothread_free(t->b.m.loop);
+	machine_free(t);
+	fake_destroy(&f);
+}
+
+/*
  * tx=timer with a round's worth or more queued: the wait's end sends one
  * round (256, QEMU's burst); more than that waits again with kicks off,
  * exactly that turns kicks back on.  A reset during a wait leaves nothing
@@ -2089,6 +2132,7 @@ int main(void)
 	RUN(test_tx_timer(true));
 	RUN(test_tx_timer(false));
 	RUN(test_tx_timer_zero());
+	RUN(test_tx_timer_no_fd());
 	RUN(test_tx_timer_rounds());
 	RUN(test_tx_hold(false, true));
 	RUN(test_tx_hold(false, false));
