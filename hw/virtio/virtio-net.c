@@ -719,6 +719,8 @@ static bool vnet_tx_defer(struct vnet *n)
  */
 static void vnet_tx_serve(struct vnet *n)
 {
+	struct virtqueue *vq = vnet_vq(n, VNET_TXQ);
+
 	virtio_server_serve(&n->tx, &vnet_tx_ops);
 	if (!n->tx_hold || !n->nd->ops->tx_busy(n->nd))
 		return;
@@ -726,7 +728,7 @@ static void vnet_tx_serve(struct vnet *n)
 	n->tx_holding = true;
 	pthread_mutex_lock(&n->vdev.lock);
 	if (n->tx.serving && !n->vdev.broken)
-		virtqueue_set_notification(vnet_vq(n, VNET_TXQ), false);
+		virtqueue_set_notification(vq, false);
 	pthread_mutex_unlock(&n->vdev.lock);
 }
 

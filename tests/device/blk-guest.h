@@ -521,6 +521,29 @@ static inline void gq_kick(struct gq *q)
 }
 
 /*
+ * Whether the device wants a kick for the driver's next buffer: a split
+ * ring's flag (VIRTIO 1.2, 2.7.7) or, with EVENT_IDX, its avail_event
+ * (after the used ring) at the driver's next index (2.7.10); a packed
+ * ring's device event suppression flags (2.8.10: anything but DISABLE
+ * asks).  A driver such as Linux's kicks only then; a device that stops
+ * asking never hears of a buffer again.
+ */
+static inline bool gq_kicks_on(struct gq *q)
+{
+	struct vq_driver *d = &q->ring;
+	const struct vring_used *u = drv_ptr(d, d->device);
+	const uint16_t *dev_flags = drv_ptr(d, d->device + 2);
+
+	if (d->packed)
+		return le16toh(__atomic_load_n(dev_flags, __ATOMIC_ACQUIRE)) !=
+		       VRING_PACKED_EVENT_FLAG_DISABLE;
+	if (q->event_idx)
+		return le16toh(__atomic_load_n((const uint16_t *)&u->ring[d->num],
+					       __ATOMIC_ACQUIRE)) == d->avail_idx;
+	return !(le16toh(__atomic_load_n(&u->flags, __ATOMIC_ACQUIRE)) & VRING_USED_F_NO_NOTIFY);
+}
+
+/*
  * Places a chain; returns the head/id, or -1 when the ring is full.  An
  * indirect one has its table at ind_table.
  */

@@ -309,20 +309,6 @@ static struct vnet_stats stats(struct net *g)
 	return s;
 }
 
-/*
- * Split ring with EVENT_IDX (VIRTIO 1.2, 2.7.10): whether the device has
- * asked for a kick on the next buffer the driver makes available.  Not a
- * check on a packed ring, whose flags kicks_on() below reads.
- */
-static bool asks_for_next_kick(struct gq *q)
-{
-	struct vq_driver *d = &q->ring;
-	const struct vring_used *u = drv_ptr(d, d->device);
-
-	return d->packed || !q->event_idx ||
-	       __atomic_load_n((const uint16_t *)&u->ring[d->num], __ATOMIC_ACQUIRE) == d->avail_idx;
-}
-
 /* One device-writable buffer of len bytes at slot, junk in it; its id. */
 static int rx_post(struct net *g, unsigned slot, uint32_t len)
 {
@@ -556,7 +542,7 @@ static void test_tx(bool packed)
 	CHECK_EQ(fake(&g)->last_len, 1000);		/* no header */
 	CHECK(frame_is(fake(&g)->last, 1000, 1));
 	CHECK(irq_take(&g.d, VEC_TX, 0) > 0);
-	CHECK(asks_for_next_kick(&g.q[TXQ]));
+	CHECK(gq_kicks_on(&g.q[TXQ]));
 	/* Indirect, one descriptor for header and frame alike. */
 	struct drv_seg s = { data_gpa(1), HDR_LEN + 60, false };
 
@@ -709,7 +695,7 @@ static void test_rx_wait(bool packed)
 	nic_turn(&g);
 	CHECK(gq_get_used(&g.q[RXQ], &len) < 0);
 	CHECK_EQ(fake(&g)->rx_n, 1);
-	CHECK(asks_for_next_kick(&g.q[RXQ]));
+	CHECK(gq_kicks_on(&g.q[RXQ]));
 	for (; slot < 9; slot++)
 		id[slot] = rx_post(&g, slot, 128);
 	gq_kick(&g.q[RXQ]);
@@ -865,7 +851,7 @@ static void test_rx_late_buffers(void)
 	fake_queue(fake(&g), 600, 16);
 	nic_turn(&g);
 	CHECK_EQ(fake(&g)->rx_n, 2);
-	CHECK(asks_for_next_kick(&g.q[RXQ]));
+	CHECK(gq_kicks_on(&g.q[RXQ]));
 	id[0] = rx_post(&g, 0, 2048);
 	id[1] = rx_post(&g, 1, 2048);
 	gq_kick(&g.q[RXQ]);
@@ -1008,24 +994,6 @@ static void tx_add_tagged(struct net *g, unsigned n, unsigned len)
 }
 
 /*
- * Whether the driver's next buffer would be kicked: a split ring's flag
- * (VIRTIO 1.2, 2.7.7) or avail_event (2.7.10), a packed ring's device
- * event suppression flags (2.8.10: anything but DISABLE asks).
- */
-static bool kicks_on(struct gq *q)
-{
-	const struct vring_used *u = drv_ptr(&q->ring, q->ring.device);
-	const uint16_t *dev_flags = (const uint16_t *)drv_ptr(&q->ring, q->ring.device + 2);
-
-	if (q->ring.packed)
-		return le16toh(__atomic_load_n(dev_flags, __ATOMIC_ACQUIRE)) !=
-		       VRING_PACKED_EVENT_FLAG_DISABLE;
-	if (q->event_idx)
-		return asks_for_next_kick(q);
-	return !(__atomic_load_n(&u->flags, __ATOMIC_ACQUIRE) & VRING_USED_F_NO_NOTIFY);
-}
-
-/*
  * tx=timer, as QEMU's: a kick starts the wait (x-txtimer's, nearly an
  * hour here, ended by the test) and turns kicks off; what the driver
  * queues meanwhile goes out with the first frame when the wait ends, in
@@ -1048,13 +1016,13 @@ static void test_tx_timer(bool event_idx)
 		return;
 	fd = vnet_tx_timer_fd(g.n);
 	CHECK(fd >= 0 && !timerfd_armed(fd));
-	CHECK(kicks_on(&g.q[TXQ]));
+	CHECK(gq_kicks_on(&g.q[TXQ]));
 	id[0] = tx_send(&g, 0, 100, 1, 1);
 	CHECK_EQ(fake(&g)->sent, 0);
 	/* The whole wait, less what passed since: more than half of it. */
 	left = timerfd_left_ns(fd);
 	CHECK(left > wait / 2 && left <= wait);
-	CHECK(!kicks_on(&g.q[TXQ]));
+	CHECK(!gq_kicks_on(&g.q[TXQ]));
 	id[1] = tx_add(&g, 1, 200, 2, 2);
 	id[2] = tx_add(&g, 2, 300, 3, 3);
 	nic_turn(&g);
@@ -1072,7 +1040,7 @@ static void test_tx_timer(bool event_idx)
 	}
 	CHECK(fake(&g)->last_len == 300 && frame_is(fake(&g)->last, 300, 3));
 	CHECK_EQ(irq_take(&g.d, VEC_TX, 0), 1);
-	CHECK(kicks_on(&g.q[TXQ]));
+	CHECK(gq_kicks_on(&g.q[TXQ]));
 	CHECK(!timerfd_armed(fd));
 	CHECK_EQ(stats(&g).tx_frames, 3);
 
@@ -1082,7 +1050,7 @@ static void test_tx_timer(bool event_idx)
 	tx_send(&g, 4, 80, 1, 5);
 	CHECK(fake(&g)->sent == 5 && frame_is(fake(&g)->last, 80, 5));
 	CHECK(!timerfd_armed(fd));
-	CHECK(kicks_on(&g.q[TXQ]));
+	CHECK(gq_kicks_on(&g.q[TXQ]));
 	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
 	net_free(&g);
 }
@@ -1100,7 +1068,7 @@ static void test_tx_timer_zero(void)
 	CHECK_EQ(vnet_tx_timer_fd(g.n), -1);
 	tx_send(&g, 0, 100, 1, 1);
 	CHECK(fake(&g)->sent == 1 && frame_is(fake(&g)->last, 100, 1));
-	CHECK(kicks_on(&g.q[TXQ]));
+	CHECK(gq_kicks_on(&g.q[TXQ]));
 	net_free(&g);
 }
 
@@ -1175,7 +1143,7 @@ static void test_tx_timer_rounds(void)
 	nic_turn(&g);
 	CHECK_EQ(fake(&g)->sent, 256);
 	CHECK(timerfd_armed(fd));
-	CHECK(!kicks_on(&g.q[TXQ]));
+	CHECK(!gq_kicks_on(&g.q[TXQ]));
 	CHECK(timerfd_fire(fd, WAIT_MS));
 	nic_turn(&g);
 	CHECK_EQ(fake(&g)->sent, CHAINS);
@@ -1184,7 +1152,7 @@ static void test_tx_timer_rounds(void)
 	while (gq_get_used(&g.q[TXQ], &len) >= 0)
 		used += len == 0;
 	CHECK_EQ(used, CHAINS);
-	CHECK(kicks_on(&g.q[TXQ]) && !timerfd_armed(fd));
+	CHECK(gq_kicks_on(&g.q[TXQ]) && !timerfd_armed(fd));
 
 	/* Exactly a round: sent, and the ring, empty, wants kicks again. */
 	tx_add_tagged(&g, 256, FRAME);
@@ -1193,7 +1161,7 @@ static void test_tx_timer_rounds(void)
 	CHECK(timerfd_fire(fd, WAIT_MS));
 	nic_turn(&g);
 	CHECK_EQ(fake(&g)->sent, CHAINS + 256);
-	CHECK(kicks_on(&g.q[TXQ]) && !timerfd_armed(fd));
+	CHECK(gq_kicks_on(&g.q[TXQ]) && !timerfd_armed(fd));
 
 	/* A frame, its kick, then a reset before the wait ends: nothing goes. */
 	tx_send(&g, 0, 64, 1, 1);
@@ -1252,7 +1220,7 @@ static void test_tx_hold(bool packed, bool event_idx)
 	CHECK(id[0] >= 0 && gq_get_used(&g.q[TXQ], &len) == id[0] && len == 0);
 	CHECK_EQ(irq_take(&g.d, VEC_TX, 0), 1);
 	want_next_irq(&g.q[TXQ]);
-	CHECK(!kicks_on(&g.q[TXQ]));
+	CHECK(!gq_kicks_on(&g.q[TXQ]));
 	id[1] = tx_send(&g, 1, 200, 2, 2);
 	id[2] = tx_add(&g, 2, 300, 3, 3);
 	nic_turn(&g);
@@ -1271,20 +1239,20 @@ static void test_tx_hold(bool packed, bool event_idx)
 	CHECK(fake(&g)->last_len == 300 && frame_is(fake(&g)->last, 300, 3));
 	CHECK_EQ(irq_take(&g.d, VEC_TX, 0), 1);
 	/* Busy with those two now: still held, until it is idle again. */
-	CHECK(!kicks_on(&g.q[TXQ]));
+	CHECK(!gq_kicks_on(&g.q[TXQ]));
 	fake_idle(fake(&g));
 	nic_turn(&g);
 	CHECK_EQ(fake(&g)->sent, 3);
-	CHECK(kicks_on(&g.q[TXQ]));
+	CHECK(gq_kicks_on(&g.q[TXQ]));
 	CHECK_EQ(irq_take(&g.d, VEC_TX, 0), 0);
 
 	/* Idle by the next kick: at once, kicks on. */
 	fake(&g)->slow = false;
 	tx_send(&g, 3, 64, 1, 4);
 	CHECK(fake(&g)->sent == 4 && frame_is(fake(&g)->last, 64, 4));
-	CHECK(kicks_on(&g.q[TXQ]));
+	CHECK(gq_kicks_on(&g.q[TXQ]));
 	tx_send(&g, 4, 65, 1, 5);
-	CHECK(fake(&g)->sent == 5 && kicks_on(&g.q[TXQ]));
+	CHECK(fake(&g)->sent == 5 && gq_kicks_on(&g.q[TXQ]));
 	CHECK_EQ(stats(&g).tx_frames, 5);
 	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
 	net_free(&g);
@@ -1303,7 +1271,7 @@ static void test_tx_hold_off(void)
 	for (unsigned i = 0; i < 3; i++) {
 		tx_send(&g, i, 100 + i, 1, i);
 		CHECK(fake(&g)->sent == i + 1 && frame_is(fake(&g)->last, 100 + i, i));
-		CHECK(kicks_on(&g.q[TXQ]));
+		CHECK(gq_kicks_on(&g.q[TXQ]));
 	}
 	CHECK_EQ(fake(&g)->busy_asked, 0);
 	net_free(&g);
@@ -1330,7 +1298,7 @@ static void test_tx_hold_rounds(void)
 	gq_kick(&g.q[TXQ]);
 	nic_turn(&g);
 	CHECK_EQ(fake(&g)->sent, 256);
-	CHECK(!kicks_on(&g.q[TXQ]));
+	CHECK(!gq_kicks_on(&g.q[TXQ]));
 	fake_idle(fake(&g));
 	nic_turn(&g);
 	CHECK_EQ(fake(&g)->sent, CHAINS);
@@ -1338,7 +1306,7 @@ static void test_tx_hold_rounds(void)
 		CHECK_EQ(fake(&g)->tag[i], i);
 	fake_idle(fake(&g));
 	nic_turn(&g);
-	CHECK(kicks_on(&g.q[TXQ]));
+	CHECK(gq_kicks_on(&g.q[TXQ]));
 
 	/* A frame, held after it; a reset; the hold's end sends nothing. */
 	tx_send(&g, 0, 64, 1, 1);
@@ -1352,7 +1320,7 @@ static void test_tx_hold_rounds(void)
 	CHECK(nic_start(&g, NUM, ALL_FEATURES));
 	tx_send(&g, 0, 70, 1, 7);
 	CHECK(fake(&g)->sent == CHAINS + 2 && frame_is(fake(&g)->last, 70, 7));
-	CHECK(!kicks_on(&g.q[TXQ]));
+	CHECK(!gq_kicks_on(&g.q[TXQ]));
 	tx_send(&g, 1, 71, 1, 8);
 	CHECK_EQ(fake(&g)->sent, CHAINS + 2);
 	fake_idle(fake(&g));

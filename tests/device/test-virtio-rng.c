@@ -102,22 +102,6 @@ static int offer_one(struct rng *g, unsigned slot, uint32_t len)
 	return offer(g, &s, 1);
 }
 
-/*
- * Split ring with EVENT_IDX (VIRTIO 1.2, 2.7.10): whether the device has
- * asked for a kick on the next buffer the driver makes available (its
- * avail_event, after the used ring, is the driver's next index).  A
- * driver such as Linux's kicks only then; a device that stops asking
- * never hears of a buffer again.
- */
-static bool asks_for_next_kick(struct rng *g)
-{
-	struct vq_driver *d = &g->q.ring;
-	const struct vring_used *u = drv_ptr(d, d->device);
-
-	return d->packed || !g->q.event_idx ||
-	       __atomic_load_n((const uint16_t *)&u->ring[d->num], __ATOMIC_ACQUIRE) == d->avail_idx;
-}
-
 /* Whether a period is running: the device armed its timer. */
 static bool timer_armed(struct rng *g)
 {
@@ -164,7 +148,7 @@ static void test_file_source(void)
 		id = offer_one(&g, slot, 32);
 		CHECK(id >= 0 && gq_get_used(&g.q, &len) == id && len == 32);
 		CHECK(!memcmp(slot_data(g.t, slot), bytes + 32 * slot, 32));
-		CHECK(asks_for_next_kick(&g));
+		CHECK(gq_kicks_on(&g.q));
 	}
 	/* 36 bytes left: a 64-byte buffer gets them, the next meets the end. */
 	id = offer_one(&g, 2, 64);
@@ -207,7 +191,7 @@ static void test_slow_source(void)
 	CHECK(gq_get_used(&g.q, &len) == id);
 	CHECK_EQ(len, 10);
 	CHECK(!memcmp(slot_data(g.t, 0), "0123456789", 10));
-	CHECK(asks_for_next_kick(&g));
+	CHECK(gq_kicks_on(&g.q));
 	CHECK(!(vstatus(&g.d) & NEEDS_RESET));
 	rng_free(&g);
 	close(p[0]);
@@ -260,7 +244,7 @@ static void test_fill(void)
 		CHECK(id >= 0 && gq_get_used(&g.q, &len) == id);
 		CHECK_EQ(len, 64);
 		CHECK(!all_same(slot_data(g.t, slot), 64));
-		CHECK(asks_for_next_kick(&g));
+		CHECK(gq_kicks_on(&g.q));
 	}
 	CHECK(memcmp(slot_data(g.t, 0), slot_data(g.t, 1), 64));
 	CHECK(irq_take(&g.d, 1, 0) > 0);
