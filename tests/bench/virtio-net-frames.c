@@ -5,7 +5,8 @@
  * board (net-guest.h), a guest driver in this process, and a null back
  * end that swallows what the guest sends unread and has a frame for the
  * guest whenever asked (copying it into the guest's buffers, as every
- * back end's take() must).  rx-copy and rx-direct have a tap's way
+ * back end's take() must), and says it is idle when the NIC asks after a
+ * round (tx_busy, as user networking's thread that has caught up).  rx-copy and rx-direct have a tap's way
  * instead: frames wait in a socket (a SOCK_SEQPACKET pair, which keeps
  * each frame whole as a tap does), rx-copy reading each into a buffer of
  * its own (peek) and copying it into the guest's (take), rx-direct
@@ -44,6 +45,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "net/queue.h"
 #include "util/iov.h"
 
 #include "check.h"
@@ -61,6 +63,7 @@
 
 struct null_nd {
 	struct netdev nd;
+	struct frame_queue tx;	/* always empty: for tx_busy, as a caught-up thread's */
 	uint64_t sent;		/* frames swallowed */
 	uint64_t sent_bytes;
 	size_t rx_len;
@@ -100,13 +103,20 @@ static void null_take(struct netdev *nd, const struct iovec *iov, unsigned n)
 	b->rx_left--;
 }
 
+/* What user networking's NIC asks after each round (x-txhold), its thread caught up. */
+static bool null_tx_busy(struct netdev *nd)
+{
+	return fq_busy(&container_of(nd, struct null_nd, nd)->tx);
+}
+
 static void null_free(struct netdev *nd)
 {
 	(void)nd;
 }
 
 static const struct netdev_ops null_ops = {
-	.send = null_send, .peek = null_peek, .take = null_take, .free = null_free,
+	.send = null_send, .peek = null_peek, .take = null_take, .tx_busy = null_tx_busy,
+	.free = null_free,
 };
 
 static struct null_nd null_be;
@@ -325,7 +335,7 @@ static int usage(void)
 int main(int argc, char **argv)
 {
 	struct vnet_cfg cfg = { .ring = { .event_idx = true, .indirect_desc = true },
-				.rx_queue_size = NUM, .tx_queue_size = NUM };
+				.rx_queue_size = NUM, .tx_queue_size = NUM, .tx_hold = true };
 	struct vnet_stats st;
 	struct netdev *nd = &null_be.nd;
 	int sv[2] = { -1, -1 };
@@ -355,6 +365,9 @@ int main(int argc, char **argv)
 	null_be.nd.ops = &null_ops;
 	null_be.nd.id = "null";
 	null_be.nd.rx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	null_be.nd.tx_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	fq_init(&null_be.tx);
+	null_be.tx.idle_fd = null_be.nd.tx_fd;
 	null_be.rx_len = bytes;
 	if (sock_mode) {
 		/* Room for a round of the largest frames, as a tap's queue has. */
