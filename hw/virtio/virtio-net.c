@@ -707,10 +707,10 @@ static bool vnet_tx_defer(struct vnet *n)
 }
 
 /*
- * tx=bh (and x-txtimer=0): frames go to the back end as the kick comes.  A back end with a
- * thread of its own (user, stream) then works on them while the driver
- * queues the next; were kicks on meanwhile, each frame would cost the
- * guest a kick and an interrupt of its own.  So while the back end is
+ * tx=bh (and x-txtimer=0): frames go to the back end as the kick comes.
+ * A back end with a thread of its own (user, stream) then works on them
+ * while the driver queues the next; were kicks on meanwhile, each frame
+ * would cost the guest a kick and an interrupt of its own.  So while the back end is
  * busy with what it was given, kicks stay off (x-txhold): what the driver
  * queues goes in one round once it is idle, and a stream costs a kick
  * and an interrupt per such round.  QEMU's bottom half gets the same by

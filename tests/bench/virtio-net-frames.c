@@ -6,10 +6,11 @@
  * end that swallows what the guest sends unread and has a frame for the
  * guest whenever asked (copying it into the guest's buffers, as every
  * back end's take() must), and says it is idle when the NIC asks after a
- * round (tx_busy, as user networking's thread that has caught up).  rx-copy and rx-direct have a tap's way
- * instead: frames wait in a socket (a SOCK_SEQPACKET pair, which keeps
- * each frame whole as a tap does), rx-copy reading each into a buffer of
- * its own (peek) and copying it into the guest's (take), rx-direct
+ * round (tx_busy, as user networking's thread that has caught up).
+ * rx-copy and rx-direct have a tap's way instead: frames wait in a
+ * socket (a SOCK_SEQPACKET pair, which keeps each frame whole as a tap
+ * does), rx-copy reading each into a buffer of its own (peek) and
+ * copying it into the guest's (take), rx-direct
  * reading it straight into the guest's buffers (recv, one readv()), as
  * net/tap.c does.  The kernel's copy out of the socket is the same both
  * ways and is not counted (callgrind counts the process's instructions).

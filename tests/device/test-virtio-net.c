@@ -178,7 +178,6 @@ static void fake_set_offload(struct netdev *nd, unsigned offloads)
 	f->offload_calls++;
 }
 
-/* Tests own the fake: the NIC must never free it. */
 static bool fake_tx_busy(struct netdev *nd)
 {
 	struct fake_nd *f = container_of(nd, struct fake_nd, nd);
@@ -197,6 +196,7 @@ static void fake_idle(struct fake_nd *f)
 	f->idle_wanted = false;
 }
 
+/* Tests own the fake: the NIC must never free it. */
 static void fake_free(struct netdev *nd)
 {
 	(void)nd;
