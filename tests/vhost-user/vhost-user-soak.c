@@ -404,29 +404,47 @@ static void complete(struct fe *e, unsigned q, unsigned s)
  * for the daemon to hang up: killed by the harness, the session resumes
  * on the next one; otherwise the daemon had no reason to.
  */
-static void reap(struct fe *e)
+static unsigned take_used(struct fe *e)
 {
-	struct pollfd p[NQ + 1];
 	unsigned got = 0;
 
 	for (unsigned q = 0; q < NQ; q++) {
-		struct vq_driver *d = &e->d[q];
 		uint32_t len;
 		uint16_t id;
 
-		while (drv_reap(d, &id, &len) == 1) {
+		while (drv_reap(&e->d[q], &id, &len) == 1) {
 			if (id >= RING || e->slot_of[q][id] < 0 || !e->slot[q][e->slot_of[q][id]].busy)
 				fail(e->f, "ring %u used buffer %u, which is not out", q, id);
 			complete(e, q, (unsigned)e->slot_of[q][id]);
 			e->slot_of[q][id] = -1;
 			got++;
 		}
+	}
+	return got;
+}
+
+static void reap(struct fe *e)
+{
+	struct pollfd p[NQ + 1];
+
+	if (take_used(e))
+		return;
+	for (unsigned q = 0; q < NQ; q++) {
+		struct vq_driver *d = &e->d[q];
+
 		/* EVENT_IDX on a split ring: an interrupt at the next used entry. */
 		if (!d->packed)
-			((struct vring_avail *)drv_ptr(d, d->driver))->ring[d->num] = d->last_used_idx;
+			__atomic_store_n(&((struct vring_avail *)drv_ptr(d, d->driver))->ring[d->num],
+					 d->last_used_idx, __ATOMIC_RELAXED);
 		p[q] = (struct pollfd){ .fd = e->call[q], .events = POLLIN };
 	}
-	if (got)
+	/*
+	 * An entry the daemon used before it could see that request (it read
+	 * the old used_event) comes with no interrupt: look again, after the
+	 * store, before sleeping, as a driver must.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (take_used(e))
 		return;
 	p[NQ] = (struct pollfd){ .fd = e->v.sock, .events = POLLRDHUP };
 	if (poll(p, NQ + 1, WAIT_MS) == 0)
