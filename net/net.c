@@ -11,11 +11,11 @@
 #include "net/net.h"
 #include "util/log.h"
 
-struct netdev *netdev_new(const struct netdev_cfg *cfg)
+struct netdev *netdev_new(const struct netdev_cfg *cfg, struct iothread *loop)
 {
 	assert(cfg->type);
 	if (!strcmp(cfg->type, "user"))
-		return netdev_user_new((const struct netdev_user_cfg *)cfg);
+		return netdev_user_new((const struct netdev_user_cfg *)cfg, loop);
 	if (!strcmp(cfg->type, "stream"))
 		return netdev_stream_new((const struct netdev_stream_cfg *)cfg);
 	if (!strcmp(cfg->type, "tap"))

@@ -3,15 +3,26 @@
  * -netdev user: QEMU's user networking on libslirp, with QEMU's options
  * and defaults (10.0.2.0/24, the host at .2, DNS at .3, DHCP from .15).
  *
- * The Slirp instance belongs to one thread, the back end's own, and no
- * other ever calls into it: libslirp has no locking, and it calls back
- * (send_packet, timers, guest_error) from inside slirp_input() and its
- * poll.  Were the NIC's thread to call slirp_input() itself, those
- * callbacks would run inside the NIC's locks, and every socket slirp opens
- * would need a place in the NIC's event loop.  So frames cross between the
- * two threads through two bounded queues, each under its own lock, and the
- * slirp thread touches nothing of the NIC's but the rx_fd it writes.  The
- * NIC's thread in turn only queues and wakes: send() never waits on slirp.
+ * The Slirp instance belongs to one event loop, and no other thread ever
+ * calls into it: libslirp has no locking, and it calls back (send_packet,
+ * timers, guest_error) from inside slirp_input() and its poll.  That loop
+ * is the NIC's own when the NIC gives one (brisk's main loop, as QEMU runs
+ * slirp in its main loop): a frame then goes from the guest's kick to
+ * slirp and its answer back to the guest with no thread woken on the way,
+ * which on a host where every wake-up is an emulated interrupt is most of
+ * a round trip.  Without one the back end makes a loop on a thread of its
+ * own.  Either way slirp_input() never runs inside a NIC's handler, where
+ * its callbacks would run inside the NIC's locks: frames cross between the
+ * two through two bounded queues, each under its own lock, whose eventfds
+ * the loop watches, and the back end touches nothing of the NIC's but the
+ * rx_fd it writes.  The NIC in turn only queues and wakes: send() never
+ * waits on slirp.
+ *
+ * slirp asks for its sockets afresh before each wait
+ * (slirp_pollfds_fill), a poll(2) set; the loop waits in epoll.  So the
+ * back end keeps the set slirp last asked for in an epoll instance of its
+ * own, changed only where slirp's answer changed, and the loop watches
+ * that one fd; slirp's next timeout is a timerfd.
  *
  * The back end copies a frame once each way, into a queue: send() out of
  * the NIC's buffers (slirp_input() then reads the queued copy in place),
@@ -26,14 +37,15 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +56,7 @@
 #include "net/net.h"
 #include "net/queue.h"
 #include "util/compiler.h"
+#include "util/iothread.h"
 #include "util/log.h"
 
 #define F(f, t) OPT_AT(struct netdev_user_cfg, f, t)
@@ -102,9 +115,10 @@ int netdev_user_check(void *cfg)
 	return -1;
 }
 
-struct netdev *netdev_user_new(const struct netdev_user_cfg *cfg)
+struct netdev *netdev_user_new(const struct netdev_user_cfg *cfg, struct iothread *loop)
 {
 	(void)cfg;
+	(void)loop;
 	error_report(NO_SLIRP);
 	return NULL;
 }
@@ -562,21 +576,34 @@ struct user_timer {
 	void *cb_opaque;
 };
 
+/* An fd the back end's epoll instance watches, and for what (POLL*). */
+struct user_watch {
+	int fd;
+	short events;
+};
+
 struct user {
 	struct netdev nd;
 	char *id;
 	Slirp *slirp;
-	pthread_t thread;
-	bool started;
-	bool stop;		/* free() to the thread */
+	struct iothread *loop;	/* where slirp runs */
+	bool own_loop;		/* made (and started) by the back end */
+	bool watched;		/* ep_fd and timer_fd are on the loop */
 	bool fed;		/* frames went into slirp this round */
 	bool guest_error_said;
 	bool timer_failed;	/* timer_add ran out of memory (said once) */
-	int wake_fd;		/* send() to the thread: tx has frames */
+	bool watch_failed;	/* epoll_ctl refused a socket (said once) */
+	int wake_fd;		/* send() to the loop: tx has frames */
+	int ep_fd;		/* readable while a socket of the next round's set is ready */
+	int timer_fd;		/* slirp's next timeout */
+	int64_t timer_at_ms;	/* when timer_fd fires; -1: disarmed */
 	struct frame_queue rx, tx;
 	struct user_timer *timers;
-	struct pollfd *pfd;	/* this round's: wake_fd, then slirp's sockets */
+	struct pollfd *pfd;	/* the next round's: wake_fd, then slirp's sockets */
 	unsigned npfd, pfd_cap;
+	/* What ep_fd watches, sorted by fd; want is the next set, built each round. */
+	struct user_watch *watch, *want;
+	unsigned nwatch;
 };
 
 static int64_t clock_ns(void)
@@ -587,7 +614,7 @@ static int64_t clock_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The NIC's thread: a frame from the guest, for the slirp thread. */
+/* The NIC's thread: a frame from the guest, for slirp's loop. */
 static bool user_send(struct netdev *nd, const struct iovec *iov, unsigned n, size_t len)
 {
 	struct user *u = container_of(nd, struct user, nd);
@@ -620,7 +647,7 @@ static const struct netdev_ops user_ops = {
 	.free = user_free,
 };
 
-/* ---- slirp's callbacks: all on the slirp thread (or before it starts) ---- */
+/* ---- slirp's callbacks: all on slirp's loop (or before it turns) ---- */
 
 static ssize_t cb_send_packet(const void *buf, size_t len, void *opaque)
 {
@@ -700,11 +727,38 @@ static void cb_timer_mod(void *timer, int64_t expire_ms, void *opaque)
 		t->expire_ms = expire_ms < 0 ? 0 : expire_ms;
 }
 
-/* The poll set is built anew each round from slirp_pollfds_fill: nothing to keep. */
+static struct user_watch *watch_find(struct user *u, int fd)
+{
+	unsigned lo = 0, hi = u->nwatch;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (u->watch[mid].fd == fd)
+			return &u->watch[mid];
+		if (u->watch[mid].fd < fd)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/*
+ * slirp says so before it closes a socket, and when it opens one: either
+ * way ep_fd forgets that number, so that a socket reusing it is added
+ * afresh, never taken for the one ep_fd watched.
+ */
 static void cb_poll_fd(int fd, void *opaque)
 {
-	(void)fd;
-	(void)opaque;
+	struct user *u = opaque;
+	struct user_watch *w = watch_find(u, fd);
+
+	if (!w)
+		return;
+	epoll_ctl(u->ep_fd, EPOLL_CTL_DEL, fd, NULL);
+	memmove(w, w + 1, (size_t)(u->watch + u->nwatch - (w + 1)) * sizeof(*w));
+	u->nwatch--;
 }
 
 /*
@@ -730,7 +784,7 @@ static const SlirpCb user_cb = {
 	.timer_new_opaque = cb_timer_new_opaque,
 };
 
-/* ---- the slirp thread ---- */
+/* ---- slirp's loop ---- */
 
 static int cb_add_poll(int fd, int events, void *opaque)
 {
@@ -738,13 +792,21 @@ static int cb_add_poll(int fd, int events, void *opaque)
 	short ev = 0;
 
 	if (u->npfd == u->pfd_cap) {
-		struct pollfd *p = realloc(u->pfd, 2 * u->pfd_cap * sizeof(*p));
+		unsigned cap = 2 * u->pfd_cap;
+		struct pollfd *p = realloc(u->pfd, cap * sizeof(*p));
+		struct user_watch *w = p ? realloc(u->watch, cap * sizeof(*w)) : NULL;
+		struct user_watch *x = w ? realloc(u->want, cap * sizeof(*x)) : NULL;
 
+		/* The three grow together: watch_sync() swaps watch and want. */
+		if (p)
+			u->pfd = p;
+		if (w)
+			u->watch = w;
 		/* -1: slirp leaves the socket out of this round. */
-		if (!p)
+		if (!x)
 			return -1;
-		u->pfd = p;
-		u->pfd_cap *= 2;
+		u->want = x;
+		u->pfd_cap = cap;
 	}
 	ev |= events & SLIRP_POLL_IN ? POLLIN : 0;
 	ev |= events & SLIRP_POLL_OUT ? POLLOUT : 0;
@@ -816,23 +878,132 @@ static void feed(struct user *u)
 	}
 }
 
-static void *user_thread(void *arg)
+static int watch_cmp(const void *a, const void *b)
 {
-	struct user *u = arg;
+	const struct user_watch *x = a, *y = b;
 
-	while (!__atomic_load_n(&u->stop, __ATOMIC_ACQUIRE)) {
-		uint32_t timeout = UINT32_MAX;
-		int r;
+	return (x->fd > y->fd) - (x->fd < y->fd);
+}
 
-		u->npfd = 0;
-		cb_add_poll(u->wake_fd, SLIRP_POLL_IN, u);
-		slirp_pollfds_fill(u->slirp, &timeout, cb_add_poll, u);
-		r = poll(u->pfd, u->npfd, poll_timeout(u, timeout));
-		slirp_pollfds_poll(u->slirp, r < 0, cb_get_revents, u);
-		feed(u);
-		run_timers(u);
+static bool watch_ctl(struct user *u, int op, const struct user_watch *w)
+{
+	struct epoll_event ev = { .events = (uint32_t)w->events, .data.fd = w->fd };
+
+	if (epoll_ctl(u->ep_fd, op, w->fd, &ev) == 0)
+		return true;
+	/* Closed behind slirp's back, or a number reused: the other verb does. */
+	if (errno == EEXIST || errno == ENOENT)
+		return epoll_ctl(u->ep_fd, op == EPOLL_CTL_ADD ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
+				 w->fd, &ev) == 0;
+	return false;
+}
+
+/*
+ * ep_fd made to watch this round's set (u->pfd), changing only what
+ * changed: in a steady stream slirp asks for the same sockets each round.
+ * A socket epoll refuses (out of memory) is left out and tried again the
+ * next round; slirp's timeout still brings that round.
+ */
+static void watch_sync(struct user *u)
+{
+	unsigned n = 0, i = 0, j = 0, kept = 0;
+
+	for (unsigned k = 0; k < u->npfd; k++)
+		u->want[n++] = (struct user_watch){ u->pfd[k].fd, u->pfd[k].events };
+	qsort(u->want, n, sizeof(*u->want), watch_cmp);
+	for (unsigned k = 0; k < n; k++) {
+		if (kept && u->want[kept - 1].fd == u->want[k].fd)
+			u->want[kept - 1].events |= u->want[k].events;
+		else
+			u->want[kept++] = u->want[k];
 	}
-	return NULL;
+	n = kept, kept = 0;
+	while (i < u->nwatch || j < n) {
+		struct user_watch *w = i < u->nwatch ? &u->watch[i] : NULL;
+		struct user_watch *x = j < n ? &u->want[j] : NULL;
+		bool ok = true;
+
+		if (w && (!x || w->fd < x->fd)) {
+			epoll_ctl(u->ep_fd, EPOLL_CTL_DEL, w->fd, NULL);
+			i++;
+			continue;
+		}
+		if (!w || x->fd < w->fd)
+			ok = watch_ctl(u, EPOLL_CTL_ADD, x);
+		else if (w->events != x->events)
+			ok = watch_ctl(u, EPOLL_CTL_MOD, x);
+		if (w && w->fd == x->fd)
+			i++;
+		j++;
+		if (ok)
+			u->want[kept++] = *x;
+		else
+			error_report_once(&u->watch_failed, "-netdev user,id=%s: cannot watch "
+					  "a socket: %s (said once)", u->id, strerror(errno));
+	}
+	struct user_watch *t = u->watch;
+
+	u->watch = u->want;
+	u->want = t;
+	u->nwatch = kept;
+}
+
+/* timer_fd armed for ms from now, unless it fires sooner already. */
+static void timer_arm(struct user *u, int ms)
+{
+	int64_t now = clock_ns() / 1000000, at = now + ms;
+	struct itimerspec its = { .it_value = { ms / 1000, (long)(ms % 1000) * 1000000 } };
+
+	/* Left armed when nothing is due: a round too many finds nothing. */
+	if (ms == INT32_MAX || (u->timer_at_ms >= now && u->timer_at_ms <= at))
+		return;
+	/* An early fire costs one round that finds nothing; a late one, slirp's timers. */
+	if (timerfd_settime(u->timer_fd, 0, &its, NULL) == 0)
+		u->timer_at_ms = at;
+}
+
+/*
+ * Asks slirp what the next wait is for: its sockets into ep_fd, its
+ * timeout into timer_fd.  A round that fed frames comes back at once
+ * (what they unblocked, an ARP reply's waiting packets, goes out at the
+ * end of slirp_pollfds_poll), after the loop's other handlers.
+ */
+static void user_prepare(struct user *u)
+{
+	uint32_t timeout = UINT32_MAX;
+	int ms;
+
+	u->npfd = 0;
+	cb_add_poll(u->wake_fd, SLIRP_POLL_IN, u);
+	slirp_pollfds_fill(u->slirp, &timeout, cb_add_poll, u);
+	watch_sync(u);
+	ms = poll_timeout(u, timeout);
+	if (ms == 0)
+		eventfd_kick(u->wake_fd);
+	else
+		timer_arm(u, ms);
+}
+
+/* One turn of what was a poll loop: the set user_prepare() built, looked at now. */
+static void user_round(void *opaque)
+{
+	struct user *u = opaque;
+	int r = poll(u->pfd, u->npfd, 0);
+
+	slirp_pollfds_poll(u->slirp, r < 0, cb_get_revents, u);
+	feed(u);
+	run_timers(u);
+	user_prepare(u);
+}
+
+static void user_timer(void *opaque)
+{
+	struct user *u = opaque;
+	uint64_t n;
+
+	if (read(u->timer_fd, &n, sizeof(n)) == sizeof(n))
+		u->timer_at_ms = -1;
+	user_round(u);
 }
 
 /* ---- making and freeing ---- */
@@ -850,14 +1021,20 @@ static struct user *user_alloc(const char *id)
 	u->nd.rx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	u->nd.tx_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	u->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	u->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	u->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	u->timer_at_ms = -1;
 	fq_init(&u->rx);
 	fq_init(&u->tx);
 	u->tx.idle_fd = u->nd.tx_fd;
 	u->pfd_cap = 16;
 	u->pfd = malloc(u->pfd_cap * sizeof(*u->pfd));
+	u->watch = malloc(u->pfd_cap * sizeof(*u->watch));
+	u->want = malloc(u->pfd_cap * sizeof(*u->want));
 	u->id = strdup(id);
 	u->nd.id = u->id;
-	if (u->nd.rx_fd < 0 || u->nd.tx_fd < 0 || u->wake_fd < 0 || !u->pfd || !u->id) {
+	if (u->nd.rx_fd < 0 || u->nd.tx_fd < 0 || u->wake_fd < 0 || u->ep_fd < 0 ||
+	    u->timer_fd < 0 || !u->pfd || !u->watch || !u->want || !u->id) {
 		error_report("-netdev user,id=%s: %s", id,
 			     errno ? strerror(errno) : "out of memory");
 		user_free(&u->nd);
@@ -935,29 +1112,40 @@ static int add_fwds(struct user *u, const struct netdev_user_cfg *c,
 	return 0;
 }
 
-static int user_start(struct user *u)
+/*
+ * slirp's first wait set, then onto the loop: from here on only the
+ * loop's thread calls into slirp.
+ */
+static int user_start(struct user *u, struct iothread *loop)
 {
-	int err = net_thread_start(&u->thread, user_thread, u, "slirp");
-
-	if (err) {
-		error_report("-netdev user,id=%s: cannot start its thread: %s", u->id,
-			     strerror(err));
+	u->own_loop = !loop;
+	u->loop = loop ? loop : iothread_new("slirp");
+	if (!u->loop)
+		return -1;
+	user_prepare(u);
+	if (iothread_add_fd(u->loop, u->ep_fd, user_round, u) < 0 ||
+	    (u->watched = true, iothread_add_fd(u->loop, u->timer_fd, user_timer, u) < 0)) {
+		error_report("-netdev user,id=%s: cannot watch its sockets: %s", u->id,
+			     strerror(errno));
 		return -1;
 	}
-	u->started = true;
+	if (u->own_loop && iothread_start(u->loop) < 0) {
+		error_report("-netdev user,id=%s: cannot start its thread", u->id);
+		return -1;
+	}
 	return 0;
 }
 
-struct netdev *netdev_user_new(const struct netdev_user_cfg *cfg)
+struct netdev *netdev_user_new(const struct netdev_user_cfg *cfg, struct iothread *loop)
 {
 	struct user_addrs a;
 	struct user *u;
 
 	if (resolve(cfg, &a) < 0 || !(u = user_alloc(cfg->head.id)))
 		return NULL;
-	/* Slirp is made and its ports bound here; the thread owns it after. */
+	/* Slirp is made and its ports bound here; the loop owns it after. */
 	if (user_slirp(u, cfg, &a) < 0 || add_fwds(u, cfg, &a) < 0 ||
-	    user_start(u) < 0) {
+	    user_start(u, loop) < 0) {
 		user_free(&u->nd);
 		return NULL;
 	}
@@ -968,12 +1156,14 @@ static void user_free(struct netdev *nd)
 {
 	struct user *u = container_of(nd, struct user, nd);
 
-	if (u->started) {
-		__atomic_store_n(&u->stop, true, __ATOMIC_RELEASE);
-		eventfd_kick(u->wake_fd);
-		pthread_join(u->thread, NULL);
+	/* Each returns once its handler is not running, and it runs no more. */
+	if (u->watched) {
+		iothread_del_fd(u->loop, u->ep_fd);
+		iothread_del_fd(u->loop, u->timer_fd);
 	}
-	/* Back on one thread: slirp's cleanup may call timer_free. */
+	if (u->own_loop)
+		iothread_free(u->loop);
+	/* Back on one thread: slirp's cleanup may call timer_free and unregister_poll_fd. */
 	if (u->slirp)
 		slirp_cleanup(u->slirp);
 	while (u->timers)
@@ -986,7 +1176,13 @@ static void user_free(struct netdev *nd)
 		close(u->nd.tx_fd);
 	if (u->wake_fd >= 0)
 		close(u->wake_fd);
+	if (u->ep_fd >= 0)
+		close(u->ep_fd);
+	if (u->timer_fd >= 0)
+		close(u->timer_fd);
 	free(u->pfd);
+	free(u->watch);
+	free(u->want);
 	free(u->id);
 	free(u);
 }

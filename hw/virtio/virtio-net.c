@@ -1198,7 +1198,8 @@ static void *vnet_family_create(struct machine *m, const void *cfg,
 	struct netdev *nd = NULL;
 	struct vnet *n;
 
-	if (c->backend && !(nd = netdev_new(c->backend))) {
+	/* m->loop, where the NIC runs: slirp's too, as in QEMU's main loop. */
+	if (c->backend && !(nd = netdev_new(c->backend, m->loop))) {
 		virtio_unplug(plug);
 		return NULL;
 	}

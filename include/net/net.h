@@ -7,11 +7,12 @@
  * from.  net/ knows frames and sockets, not virtio or PCI; a NIC (hw/)
  * meets its back end only through struct netdev.
  *
- * A back end runs where it must (libslirp on a thread of its own, since
- * a Slirp instance has no locking and calls back into its owner from
- * inside slirp_input(); a stream socket on one too, since its peer may be
- * slow or gone); frames cross between it and the NIC through queues it
- * owns (net/queue.c), so neither side ever runs inside the other's locks.
+ * A back end runs where it must (libslirp on one event loop, the NIC's
+ * when it gives one, since a Slirp instance has no locking and calls
+ * back into its owner from inside slirp_input(); a stream socket on a
+ * thread of its own, since its peer may be slow or gone); frames cross
+ * between it and the NIC through queues it owns (net/queue.c), so
+ * neither side ever runs inside the other's locks.
  *
  * Threads: the NIC calls send/peek/take/recv/tx_busy from one thread of
  * its own (its event loop); the back end may fill its receive queue from
@@ -26,6 +27,7 @@
 #include "util/compiler.h"
 #include "util/opts.h"
 
+struct iothread;
 struct netdev;
 
 struct netdev_ops {
@@ -173,8 +175,12 @@ extern const struct netdev_user_cfg netdev_user_defaults;
  */
 int netdev_user_check(void *cfg);
 
-/* The back end cfg describes (a -netdev user config); NULL after one line. */
-struct netdev *netdev_user_new(const struct netdev_user_cfg *cfg);
+/*
+ * The back end cfg describes (a -netdev user config); NULL after one
+ * line.  slirp runs on loop, which must outlive it (the NIC's, whose
+ * thread then also turns slirp), or with loop NULL on a thread of its own.
+ */
+struct netdev *netdev_user_new(const struct netdev_user_cfg *cfg, struct iothread *loop);
 
 /*
  * -netdev stream: QEMU 7.2's, the way passt serves a VM (net/stream.c).
@@ -230,9 +236,10 @@ struct netdev *netdev_tap_new(const struct netdev_tap_cfg *cfg);
 
 /*
  * The back end a -netdev's config describes, of the type it names
- * (net/net.c); NULL after one line.
+ * (net/net.c); NULL after one line.  loop: the NIC's event loop, where a
+ * back end without a thread of its own may run (NULL: none given).
  */
-struct netdev *netdev_new(const struct netdev_cfg *cfg);
+struct netdev *netdev_new(const struct netdev_cfg *cfg, struct iothread *loop);
 
 static inline void netdev_free(struct netdev *nd)
 {

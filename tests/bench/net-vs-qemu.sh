@@ -3,7 +3,7 @@
 #
 # net-vs-qemu.sh [--brisk PATH] [--qemu PATH] [--rounds N] [--mib N]
 #                [--pings N] [--mtu 1500|65520|1500,65520] [--out DIR]
-#                [--also NIC-OPTIONS]
+#                [--also NIC-OPTIONS] [--brisk-x PATH]
 #
 # TCP through user networking, brisk against QEMU: a guest with one
 # virtio-net-pci NIC on -netdev user,restrict=on whose forwards
@@ -16,7 +16,8 @@
 # the two brisk rows are the A/A check), one measurement of each kind per
 # boot; medians over the rounds (a first boot of each, round 0, is left
 # out).  With --also (e.g. tx=timer,x-txtimer=500000) each round boots a
-# fourth, brisk-x, whose NIC has those options too.  With --mtu 65520 the NIC has
+# fourth, brisk-x, whose NIC has those options too; with --brisk-x (another
+# build, e.g. main's before a change) brisk-x runs that binary.  With --mtu 65520 the NIC has
 # host_mtu=65520, which the guest takes as its MTU; with both, each round
 # runs both.
 #
@@ -37,6 +38,7 @@ say() { echo "net-vs-qemu: $*" >&2; }
 
 brisk=$top/build/brisk qemu=$(command -v qemu-system-x86_64 || true)
 rounds=5 mib=16 pings=200 mtu=1500 out=$top/build-bench/net-vs-qemu inner='' kernel='' also=''
+brisk_x=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--brisk) brisk=${2:?}; shift ;;
@@ -48,6 +50,7 @@ while [ $# -gt 0 ]; do
 	--out) out=${2:?}; shift ;;
 	--kernel) kernel=${2:?}; shift ;;
 	--also) also=${2:?}; shift ;;
+	--brisk-x) brisk_x=${2:?}; shift ;;
 	--inner) inner=1 ;;
 	*) sed -n '4,6s/^# \{0,1\}//p' "$me" >&2; exit 2 ;;
 	esac
@@ -57,7 +60,8 @@ for v in "$rounds" "$mib" "$pings"; do
 	case $v in ''|*[!0-9]*|0) die "not a positive number: $v" ;; esac
 done
 case $also in *[!A-Za-z0-9_=,.-]*) die "--also takes NIC options (KEY=VALUE,...), not $also" ;; esac
-vmms="brisk-a qemu brisk-b${also:+ brisk-x}"
+vmms="brisk-a qemu brisk-b"
+[ -z "$also$brisk_x" ] || vmms+=" brisk-x"
 case $mtu in 1500|65520|1500,65520|65520,1500) ;; *) die "--mtu takes 1500, 65520 or both, not $mtu" ;; esac
 mtus=${mtu//,/ }
 nmtu=$(echo $mtus | wc -w)
@@ -68,6 +72,7 @@ summarise() {
 		echo "# TCP through -netdev user,restrict=on,hostfwd (virtio-net-pci, MTU $m), $(date -u '+%Y-%m-%d %H:%M UTC')"
 		echo "# route: ${BRISK_WITH_KVM_ROUTE:-${ROUTE:-this machine}}; $rounds rounds of ${vmms// /, }, one boot each; $pings round trips, $mib MiB each way"
 		[ -z "$also" ] || echo "# brisk-x: the NIC also has $also"
+		[ -z "$brisk_x" ] || echo "# brisk-x: $brisk_x"
 		echo "# brisk: $brisk ($(cd "$top" && git describe --always --dirty 2>/dev/null))"
 		echo "# qemu: $("$qemu" --version | head -n 1)"
 		awk -F, -v mtu="$m" 'NR > 1 && $2 == mtu && $3 > 0 && $4 != "" {
@@ -103,6 +108,8 @@ summarise() {
 
 if [ -z "$inner" ]; then
 	[ -x "$brisk" ] || die "no brisk at $brisk (meson setup build && meson compile -C build)"
+	[ -z "$brisk_x" ] || [ -x "$brisk_x" ] || die "no brisk at $brisk_x (--brisk-x)"
+	[ -z "$brisk_x" ] || brisk_x=$(readlink -f "$brisk_x")
 	[ -n "$qemu" ] && [ -x "$qemu" ] || die "no qemu-system-x86_64; run: apt-get install qemu-system-x86"
 	command -v python3 >/dev/null || die "python3 not found; run: apt-get install python3"
 	brisk=$(readlink -f "$brisk") qemu=$(readlink -f "$qemu")
@@ -127,7 +134,7 @@ if [ -z "$inner" ]; then
 	"$top/tests/kvm/with-kvm" "--$ROUTE" --timeout $(((rounds * nmtu * $(echo $vmms | wc -w) + 2) * per + 300)) --mem 2048 \
 		--cpus 2 --brisk "$brisk" --work "$out" -- "$me" --inner --brisk "$brisk" \
 		--qemu "$qemu" --rounds "$rounds" --mib "$mib" --pings "$pings" --mtu "$mtu" \
-		--out "$out" --kernel "$kernel" ${also:+--also "$also"}
+		--out "$out" --kernel "$kernel" ${also:+--also "$also"} ${brisk_x:+--brisk-x "$brisk_x"}
 	rc=$?
 	# Here, so that a nested host that stopped midway still gives the
 	# rounds it finished.
@@ -163,7 +170,7 @@ run_one() {
 	local log=$tmp/$name.log
 	read -r p1 p2 p3 p4 <<<"$(free_ports)"
 	[ "$mtu" = 65520 ] && nic+=,host_mtu=65520
-	[ "$label" = brisk-x ] && nic+=,$also
+	[ "$label" = brisk-x ] && [ -n "$also" ] && nic+=,$also
 	argv=()
 	if [ "$kind" = qemu ]; then
 		argv=("$qemu" -accel kvm -cpu host -M q35 -nodefaults -no-user-config
@@ -171,6 +178,7 @@ run_one() {
 		[ -r "$qboot" ] && argv+=(-bios "$qboot")
 	else
 		argv=("$brisk" -nodefaults -no-reboot)
+		[ "$label" = brisk-x ] && [ -n "$brisk_x" ] && argv[0]=$brisk_x
 	fi
 	argv+=(-m 512M -smp 1 -serial stdio -kernel "$kernel" -initrd "$out/guest.img"
 		-append "console=ttyS0 quiet panic=-1 netb.mib=$mib"

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "net/net.h"
+#include "util/iothread.h"
 #include "util/opts.h"
 
 #include "capture.h"
@@ -49,6 +50,12 @@ static void cfg_free(struct netdev_user_cfg *cfg)
 #ifdef CONFIG_SLIRP
 
 #define WAIT_MS 20000
+
+/* A case run in more than one setting, reported with the setting's name. */
+#define RUN_AT(where, ...) do {						\
+	__VA_ARGS__;							\
+	check_case("%s, %s", #__VA_ARGS__, where);			\
+} while (0)
 
 #define IP(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
 /* QEMU's user network (qemu-options.hx, -netdev user): 10.0.2.0/24, the
@@ -163,10 +170,16 @@ static size_t wait_for(struct netdev *nd, uint8_t *f, frame_pred pred, void *arg
 	return 0;
 }
 
+/*
+ * The loop the cases give the back end, as a NIC gives brisk's main loop:
+ * a thread the test runs.  NULL: the back end makes a thread of its own.
+ */
+static struct iothread *nic_loop;
+
 static struct netdev *user_new(const char *arg, struct netdev_user_cfg **cfg)
 {
 	*cfg = user_cfg(arg, netdev_user_check);
-	return *cfg ? netdev_user_new(*cfg) : NULL;
+	return *cfg ? netdev_user_new(*cfg, nic_loop) : NULL;
 }
 
 static void user_free(struct netdev *nd, struct netdev_user_cfg *cfg)
@@ -247,7 +260,7 @@ static bool arp_who_has(struct netdev *nd, uint32_t ip, const uint8_t *mac)
 {
 	uint8_t f[FRAME_MAX];
 	size_t len;
-	struct arp a;
+	struct arp a = { 0 };
 
 	REQUIRE(send_frame(nd, f, arp_frame(f, 1, bcast, guest_mac, GUEST, zero_mac, ip)));
 	REQUIRE((len = wait_for(nd, f, is_arp_reply, &ip)));
@@ -274,7 +287,41 @@ static void test_arp(void)
 }
 
 /*
- * tx_busy: the slirp thread takes what send() queued, and once it has
+ * On a loop the NIC gives, slirp runs only when that loop turns, and here
+ * the test turns it: a frame sent waits (the back end busy with it, so a
+ * NIC holds the guest's next ones), one turn answers it and says on tx_fd
+ * that the back end is idle, and a round that fed slirp comes back at
+ * once for what the frames unblocked.
+ */
+static void test_turned_loop(void)
+{
+	struct iothread *loop = iothread_new("turned");
+	struct netdev_user_cfg *cfg = user_cfg("id=turned", netdev_user_check);
+	struct netdev *nd = cfg && loop ? netdev_user_new(cfg, loop) : NULL;
+	uint8_t f[FRAME_MAX];
+	uint32_t ip = HOST;
+	size_t len;
+	uint64_t n;
+
+	CHECK(nd);
+	if (nd) {
+		CHECK(send_frame(nd, f, arp_frame(f, 1, bcast, guest_mac, GUEST, zero_mac, HOST)));
+		CHECK_EQ(nd->ops->peek(nd), 0);
+		CHECK(nd->ops->tx_busy(nd));
+		CHECK(iothread_poll(loop, WAIT_MS) >= 1);
+		len = next_frame(nd, f, 0);
+		CHECK(len && is_arp_reply(f, len, &ip));
+		CHECK(read(nd->tx_fd, &n, sizeof(n)) == sizeof(n));
+		CHECK(!nd->ops->tx_busy(nd));
+		CHECK(iothread_poll(loop, 0) >= 1);
+	}
+	netdev_free(nd);
+	cfg_free(cfg);
+	iothread_free(loop);
+}
+
+/*
+ * tx_busy: slirp's loop takes what send() queued, and once it has
  * taken it all says so on tx_fd, if it was asked while busy.  Whether it
  * is still busy right after a send is the two threads' race, so either
  * answer may come; a yes must be followed by tx_fd, and then a no.
@@ -665,7 +712,7 @@ static void test_busy_port(void)
 	CHECK(cfg && lfd >= 0);
 	if (cfg && lfd >= 0) {
 		capture_begin();
-		nd = netdev_user_new(cfg);
+		nd = netdev_user_new(cfg, nic_loop);
 		lines = capture_end(line, sizeof(line));
 		CHECK(!nd);
 		netdev_free(nd);
@@ -941,14 +988,32 @@ int main(void)
 		.mask = IP(255, 255, 255, 0), .hostname = "guest1",
 	};
 
-	RUN(test_dhcp("id=n0", &qemu_lease));
-	RUN(test_dhcp("id=n1,net=192.168.76.0/24,dhcpstart=192.168.76.9,hostname=guest1",
-		      &lease76));
-	RUN(test_arp());
-	RUN(test_tx_busy());
-	RUN(test_hostfwd());
-	RUN(test_restrict_on());
-	RUN(test_restrict_off());
+	/* Each frame case with slirp on a thread of its own, then on a NIC's loop. */
+	for (int on_loop = 0; on_loop < 2; on_loop++) {
+		const char *where = on_loop ? "on the NIC's loop" : "on its own thread";
+
+		nic_loop = on_loop ? iothread_new("nic") : NULL;
+		if (on_loop && (!nic_loop || iothread_start(nic_loop) < 0)) {
+			CHECK(!"a started loop for the NIC");
+			iothread_free(nic_loop);
+			break;
+		}
+		RUN_AT(where, test_dhcp("id=n0", &qemu_lease));
+		RUN_AT(where, test_dhcp("id=n1,net=192.168.76.0/24,dhcpstart=192.168.76.9,"
+					"hostname=guest1", &lease76));
+		RUN_AT(where, test_arp());
+		RUN_AT(where, test_tx_busy());
+		RUN_AT(where, test_hostfwd());
+		RUN_AT(where, test_restrict_on());
+		RUN_AT(where, test_restrict_off());
+		RUN_AT(where, test_busy_port());
+		RUN_AT(where, test_receive_bound());
+		RUN_AT(where, test_free_queued());
+		RUN_AT(where, test_router_adverts());
+		iothread_free(nic_loop);
+		nic_loop = NULL;
+	}
+	RUN(test_turned_loop());
 	for (unsigned i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++)
 		opts_refused(&netdev_user_spec, sizeof(struct netdev_user_cfg),
 			     &netdev_user_defaults, netdev_user_check, bad_args[i].arg,
@@ -958,10 +1023,6 @@ int main(void)
 		check_case("taken: -netdev user,%s", good_args[i].arg);
 	}
 	RUN(test_help());
-	RUN(test_busy_port());
-	RUN(test_receive_bound());
-	RUN(test_free_queued());
-	RUN(test_router_adverts());
 	return check_done();
 }
 
@@ -986,7 +1047,7 @@ static void test_no_slirp(void)
 	cfg = user_cfg("id=n0", NULL);
 	CHECK(cfg);
 	capture_begin();
-	nd = cfg ? netdev_user_new(cfg) : NULL;
+	nd = cfg ? netdev_user_new(cfg, NULL) : NULL;
 	CHECK_EQ(capture_end(line, sizeof(line)), cfg ? 1 : 0);
 	CHECK(!nd && (!cfg || !strcmp(line, NO_SLIRP)));
 	cfg_free(cfg);
