@@ -762,9 +762,8 @@ static void cb_poll_fd(int fd, void *opaque)
 }
 
 /*
- * Called from inside slirp on its own thread, when a socket's buffer has
- * room again: the next round's slirp_pollfds_fill sees it, and that round
- * comes right after the frame that made the room.
+ * Called from inside slirp on its loop, when a socket's buffer has room
+ * again: the round's own slirp_pollfds_fill, at its end, sees it.
  */
 static void cb_notify(void *opaque)
 {

@@ -7,7 +7,7 @@
  * A TCP address is numeric, IPv4 or IPv6: brisk looks no names up, so
  * the address a user gives is the one it uses, known before /dev/kvm.
  *
- * As the user back end, it has a thread of its own and two bounded queues
+ * It has a thread of its own, and the user back end's two bounded queues
  * (net/queue.c): the NIC's thread only queues a frame and wakes it, and
  * never waits on the socket, which may be slow or gone.  The thread reads
  * whatever the peer sends into one buffer and cuts whole frames out of

@@ -4,8 +4,9 @@
  * pair between the guest and a network back end (include/net/net.h).
  *
  * It runs on the main loop (m->loop): a user-networking guest moves
- * little, and the back ends with queues have a thread of their own.  The
- * loop watches both queues' kicks and the back end's rx_fd.
+ * little, and slirp runs there too (as in QEMU's main loop), so a frame
+ * and its answer cross no thread.  The loop watches both queues' kicks
+ * and the back end's rx_fd.
  *
  * Checksum and segmentation offloads are offered only with a back end
  * whose frames carry the virtio-net header (-netdev tap): the guest's
@@ -708,8 +709,8 @@ static bool vnet_tx_defer(struct vnet *n)
 
 /*
  * tx=bh (and x-txtimer=0): frames go to the back end as the kick comes.
- * A back end with a thread of its own (user, stream) then works on them
- * while the driver queues the next; were kicks on meanwhile, each frame
+ * A back end with queues (user at the loop's next turn, stream on its
+ * thread) then works on them while the driver queues the next; were kicks on meanwhile, each frame
  * would cost the guest a kick and an interrupt of its own.  So while the back end is
  * busy with what it was given, kicks stay off (x-txhold): what the driver
  * queues goes in one round once it is idle, and a stream costs a kick

@@ -78,7 +78,7 @@ struct netdev_ops {
 	 * queued: whether it still has some, or works on one.  If so, tx_fd
 	 * becomes readable once it has none (the NIC clears it), so the NIC
 	 * can hold the guest's next frames until then, as a NIC whose back
-	 * end runs on its own thread finds them held.
+	 * end runs inside its round finds them held.
 	 */
 	bool (*tx_busy)(struct netdev *nd);
 	/* Stops the back end's thread, closes its sockets. */

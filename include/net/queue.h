@@ -3,10 +3,10 @@
 #define BRISK_NET_QUEUE_H
 
 /*
- * What every back end with a thread of its own shares (net/slirp.c,
- * net/stream.c): the two bounded frame queues between that thread and the
- * NIC's, the eventfd kicks that say a queue has frames, and the way the
- * thread starts.  Each queue has its own lock and is held only to link or
+ * What the back ends with queues share (net/slirp.c, on the NIC's loop
+ * or a thread of its own; net/stream.c, on its own thread): the two
+ * bounded frame queues between that side and the NIC's, the eventfd
+ * kicks that say a queue has frames, and the way a thread starts.  Each queue has its own lock and is held only to link or
  * unlink a frame, so neither thread ever waits on the other's work.  One
  * thread only ever adds to a queue (the NIC's to tx, the back end's to
  * rx), so a queue that has room for a frame still has it once that
