@@ -308,7 +308,8 @@ static void test_turned_loop(void)
 		CHECK(send_frame(nd, f, arp_frame(f, 1, bcast, guest_mac, GUEST, zero_mac, HOST)));
 		CHECK_EQ(nd->ops->peek(nd), 0);
 		CHECK(nd->ops->tx_busy(nd));
-		CHECK(iothread_poll(loop, WAIT_MS) >= 1);
+		/* send() woke the loop already: no waiting. */
+		CHECK(iothread_poll(loop, 0) >= 1);
 		len = next_frame(nd, f, 0);
 		CHECK(len && is_arp_reply(f, len, &ip));
 		CHECK(read(nd->tx_fd, &n, sizeof(n)) == sizeof(n));
@@ -837,9 +838,11 @@ static void test_free_queued(void)
  * NDP_MaxRtrAdvInterval), the first that long after slirp_new().  A
  * Router Solicitation gets one at once, without the timer.  So case 7
  * first solicits one, to read it, then moves the back end's clock past
- * 600 s (clock_skip_s) and wakes the slirp thread with an ARP request:
- * the timer is due in that round, and an unsolicited one arrives.  No
- * time is waited for; 20 s only turns a hang into a failure.
+ * 600 s (clock_skip_s) and sends nothing: slirp asks to be woken at least
+ * once a second (libslirp's slirp_pollfds_fill), the back end's timerfd
+ * brings that round, the timer is due in it, and an unsolicited one
+ * arrives.  The wait is slirp's second, not the timer's 600 s; 20 s only
+ * turns a hang into a failure.
  *
  * The addresses are libslirp's (src/ip6.h): the router is fe80::2, at the
  * MAC in6_compute_ethaddr() makes of it, 52:56:00:00:00:02; the prefix
@@ -963,7 +966,6 @@ static bool router_adverts(struct netdev *nd)
 	check_ra(&ra);
 	/* The timer's: due once the clock is past its longest interval. */
 	__atomic_fetch_add(&clock_skip_s, NDP_MAX_INTERVAL_S + 1, __ATOMIC_RELAXED);
-	REQUIRE(send_frame(nd, f, arp_frame(f, 1, bcast, guest_mac, GUEST, zero_mac, HOST)));
 	REQUIRE(wait_for(nd, f, is_ra, &ra));
 	check_ra(&ra);
 	return true;
@@ -988,9 +990,21 @@ int main(void)
 		.mask = IP(255, 255, 255, 0), .hostname = "guest1",
 	};
 
+	int failed_before = failed;
+	bool loop_ok;
+
+	RUN(test_turned_loop());
+	loop_ok = failed == failed_before;
 	/* Each frame case with slirp on a thread of its own, then on a NIC's loop. */
 	for (int on_loop = 0; on_loop < 2; on_loop++) {
 		const char *where = on_loop ? "on the NIC's loop" : "on its own thread";
+
+		/* Else each would wait out WAIT_MS for a loop nobody turns. */
+		if (on_loop && !loop_ok) {
+			check_skip("the frame cases on the NIC's loop",
+				   "slirp did not run on a loop it was given (above)");
+			break;
+		}
 
 		nic_loop = on_loop ? iothread_new("nic") : NULL;
 		if (on_loop && (!nic_loop || iothread_start(nic_loop) < 0)) {
@@ -1013,7 +1027,6 @@ int main(void)
 		iothread_free(nic_loop);
 		nic_loop = NULL;
 	}
-	RUN(test_turned_loop());
 	for (unsigned i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++)
 		opts_refused(&netdev_user_spec, sizeof(struct netdev_user_cfg),
 			     &netdev_user_defaults, netdev_user_check, bad_args[i].arg,
