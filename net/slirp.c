@@ -27,7 +27,7 @@
  * The back end copies a frame once each way, into a queue: send() out of
  * the NIC's buffers (slirp_input() then reads the queued copy in place),
  * send_packet out of the buffer slirp lends it.  Those buffers cannot wait
- * for the other thread: slirp reuses its own once send_packet returns, and
+ * for the other side: slirp reuses its own once send_packet returns, and
  * the guest gets its descriptors back once send() does.  On the way to the
  * guest, take() copies the queued frame into the guest's buffers, which
  * only the NIC's thread knows: that is the one copy that writes guest
@@ -37,6 +37,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1117,10 +1119,15 @@ static int add_fwds(struct user *u, const struct netdev_user_cfg *c,
  */
 static int user_start(struct user *u, struct iothread *loop)
 {
+	sigset_t all, old;
+	int err;
+
 	u->own_loop = !loop;
 	u->loop = loop ? loop : iothread_new("slirp");
-	if (!u->loop)
+	if (!u->loop) {
+		error_report("-netdev user,id=%s: out of memory for its thread", u->id);
 		return -1;
+	}
 	user_prepare(u);
 	if (iothread_add_fd(u->loop, u->ep_fd, user_round, u) < 0 ||
 	    (u->watched = true, iothread_add_fd(u->loop, u->timer_fd, user_timer, u) < 0)) {
@@ -1128,7 +1135,17 @@ static int user_start(struct user *u, struct iothread *loop)
 			     strerror(errno));
 		return -1;
 	}
-	if (u->own_loop && iothread_start(u->loop) < 0) {
+	if (!u->own_loop)
+		return 0;
+	/*
+	 * Signals stay with the main thread, as net_thread_start() keeps
+	 * them: libslirp's send() can raise SIGPIPE.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = iothread_start(u->loop);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err < 0) {
 		error_report("-netdev user,id=%s: cannot start its thread", u->id);
 		return -1;
 	}

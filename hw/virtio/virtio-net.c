@@ -1088,7 +1088,7 @@ static const struct opt_prop vnet_props[] = {
 	  .max = VNET_TX_TIMER_MAX_NS, .def = "150000 (150 us)",
 	  .help = "tx=timer's wait in ns, 0: none (ignored without tx=timer, as QEMU's)" },
 	{ "x-txhold", OPT_BOOL, V(tx_hold, bool), .def = "on",
-	  .help = "tx=bh (and tx=timer,x-txtimer=0): while the back end's thread is busy "
+	  .help = "tx=bh (and tx=timer,x-txtimer=0): while the back end is busy "
 	  "with frames, kicks stay off and the driver's next frames go in one round "
 	  "once it is idle" },
 	{ NULL },

@@ -74,14 +74,16 @@ struct netdev_ops {
 	 */
 	void (*set_offload)(struct netdev *nd, unsigned offloads);
 	/*
-	 * Optional, for back ends whose thread takes the frames send()
-	 * queued: whether it still has some, or works on one.  If so, tx_fd
+	 * Optional, for back ends that take the frames send() queued later
+	 * (on their loop's next turn, or their own thread): whether they
+	 * still have some, or work on one.  If so, tx_fd
 	 * becomes readable once it has none (the NIC clears it), so the NIC
 	 * can hold the guest's next frames until then, as a NIC whose back
 	 * end runs inside its round finds them held.
 	 */
 	bool (*tx_busy)(struct netdev *nd);
-	/* Stops the back end's thread, closes its sockets. */
+	/* Stops the back end (its thread, or its handlers on the NIC's
+	 * loop), closes its sockets. */
 	void (*free)(struct netdev *nd);
 };
 

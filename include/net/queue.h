@@ -90,8 +90,8 @@ void fq_destroy(struct frame_queue *q);
 
 /*
  * The NIC's side, as struct netdev_ops has it.  fq_send copies len bytes
- * of iov into q and kicks wake_fd when q was empty (the back end's thread
- * empties q after each wake, so one kick per batch is enough); false when
+ * of iov into q and kicks wake_fd when q was empty (the back end empties
+ * q after each wake, so one kick per batch is enough); false when
  * len is no Ethernet frame's, q is full or closed (both seen before any
  * allocation or copy), or memory ran out.
  */

@@ -6,7 +6,7 @@
  * end that swallows what the guest sends unread and has a frame for the
  * guest whenever asked (copying it into the guest's buffers, as every
  * back end's take() must), and says it is idle when the NIC asks after a
- * round (tx_busy, as user networking's thread that has caught up).
+ * round (tx_busy, as user networking's back end that has caught up).
  * rx-copy and rx-direct have a tap's way instead: frames wait in a
  * socket (a SOCK_SEQPACKET pair, which keeps each frame whole as a tap
  * does), rx-copy reading each into a buffer of its own (peek) and
@@ -104,7 +104,7 @@ static void null_take(struct netdev *nd, const struct iovec *iov, unsigned n)
 	b->rx_left--;
 }
 
-/* What user networking's NIC asks after each round (x-txhold), its thread caught up. */
+/* What user networking's NIC asks after each round (x-txhold), its back end caught up. */
 static bool null_tx_busy(struct netdev *nd)
 {
 	return fq_busy(&container_of(nd, struct null_nd, nd)->tx);
