@@ -471,22 +471,28 @@ static unsigned free_port(void)
 	return port;
 }
 
-static void test_hostfwd(void)
+/* A back end made of arg, whose lease is QEMU's; a connection through its forward at port. */
+static void through_fwd(const char *arg, unsigned port)
 {
 	struct netdev_user_cfg *cfg;
-	struct netdev *nd;
-	char arg[128];
-	unsigned port = free_port();
+	struct netdev *nd = user_new(arg, &cfg);
 	int hfd = -1;
 
-	snprintf(arg, sizeof(arg), "id=fwd,hostfwd=tcp:127.0.0.1:%u-:22", port);
-	nd = user_new(arg, &cfg);
 	CHECK(nd);
 	if (nd && dhcp_exchange(nd, &qemu_lease) && (hfd = connect_to(port)) >= 0)
 		forwarded(nd, hfd);
 	if (hfd >= 0)
 		close(hfd);
 	user_free(nd, cfg);
+}
+
+static void test_hostfwd(void)
+{
+	char arg[128];
+	unsigned port = free_port();
+
+	snprintf(arg, sizeof(arg), "id=fwd,hostfwd=tcp:127.0.0.1:%u-:22", port);
+	through_fwd(arg, port);
 }
 
 /*
@@ -499,10 +505,8 @@ static void test_hostfwd(void)
 
 static void test_many_fwds(void)
 {
-	struct netdev_user_cfg *cfg;
-	struct netdev *nd;
 	char arg[64 + MANY_FWDS * 40];
-	int lfd[MANY_FWDS], hfd = -1;
+	int lfd[MANY_FWDS];
 	unsigned port = 0;
 	size_t at = (size_t)snprintf(arg, sizeof(arg), "id=many");
 
@@ -516,13 +520,7 @@ static void test_many_fwds(void)
 		if (lfd[i] >= 0)
 			close(lfd[i]);
 	CHECK(at < sizeof(arg));
-	nd = user_new(arg, &cfg);
-	CHECK(nd);
-	if (nd && dhcp_exchange(nd, &qemu_lease) && (hfd = connect_to(port)) >= 0)
-		forwarded(nd, hfd);
-	if (hfd >= 0)
-		close(hfd);
-	user_free(nd, cfg);
+	through_fwd(arg, port);
 }
 
 /* ---- 4: restrict= ---- */
