@@ -17,7 +17,8 @@
 # boot; medians over the rounds (a first boot of each, round 0, is left
 # out).  With --also (e.g. tx=timer,x-txtimer=500000) each round boots a
 # fourth, brisk-x, whose NIC has those options too; with --brisk-x (another
-# build, e.g. main's before a change) brisk-x runs that binary.  With --mtu 65520 the NIC has
+# build, e.g. main's before a change; not under /tmp, which the nested
+# host has its own of) brisk-x runs that binary.  With --mtu 65520 the NIC has
 # host_mtu=65520, which the guest takes as its MTU; with both, each round
 # runs both.
 #
