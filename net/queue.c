@@ -12,6 +12,7 @@
 
 #include "net/net.h"
 #include "net/queue.h"
+#include "util/iothread.h"
 #include "util/log.h"
 
 static size_t min_size(size_t a, size_t b)
@@ -284,16 +285,40 @@ void eventfd_clear(int fd)
 	}
 }
 
-int net_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name)
+/* A thread made between these two inherits a mask with every signal blocked. */
+static void signals_off(sigset_t *old)
 {
-	sigset_t all, old;
-	int err;
+	sigset_t all;
 
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_sigmask(SIG_SETMASK, &all, old);
+}
+
+static void signals_back(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+int net_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name)
+{
+	sigset_t old;
+	int err;
+
+	signals_off(&old);
 	err = pthread_create(t, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	signals_back(&old);
 	if (!err)
 		pthread_setname_np(*t, name);
+	return err;
+}
+
+int net_loop_start(struct iothread *t)
+{
+	sigset_t old;
+	int err;
+
+	signals_off(&old);
+	err = iothread_start(t);
+	signals_back(&old);
 	return err;
 }

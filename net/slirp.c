@@ -37,8 +37,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1119,9 +1117,6 @@ static int add_fwds(struct user *u, const struct netdev_user_cfg *c,
  */
 static int user_start(struct user *u, struct iothread *loop)
 {
-	sigset_t all, old;
-	int err;
-
 	u->own_loop = !loop;
 	u->loop = loop ? loop : iothread_new("slirp");
 	if (!u->loop) {
@@ -1135,17 +1130,8 @@ static int user_start(struct user *u, struct iothread *loop)
 			     strerror(errno));
 		return -1;
 	}
-	if (!u->own_loop)
-		return 0;
-	/*
-	 * Signals stay with the main thread, as net_thread_start() keeps
-	 * them: libslirp's send() can raise SIGPIPE.
-	 */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = iothread_start(u->loop);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err < 0) {
+	/* Signals stay main's: libslirp's send() can raise SIGPIPE. */
+	if (u->own_loop && net_loop_start(u->loop) < 0) {
 		error_report("-netdev user,id=%s: cannot start its thread", u->id);
 		return -1;
 	}

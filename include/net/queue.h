@@ -125,4 +125,8 @@ void eventfd_clear(int fd);
  */
 int net_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name);
 
+struct iothread;
+/* The same for an event loop's thread: iothread_start(t)'s result. */
+int net_loop_start(struct iothread *t);
+
 #endif
