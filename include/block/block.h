@@ -15,7 +15,9 @@ struct iothread;
  * (virtio-blk uses one per virtqueue).  Requests are staged with
  * blk_queue_add() and go to the kernel together at blk_queue_submit(), so
  * a batch of popped requests costs one syscall.  Completions run req->cb on
- * the queue's I/O thread.
+ * the queue's I/O thread; a read the page cache answers may complete
+ * within blk_queue_submit() itself (its callback and its batch's end run
+ * before the submit returns).
  */
 enum blk_aio { BLK_AIO_IO_URING, BLK_AIO_THREADS };
 enum blk_cache { BLK_CACHE_WRITEBACK, BLK_CACHE_NONE };

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
@@ -385,8 +386,9 @@ static bool t_reaped_quiet(struct env *e)
 	static struct treq t[2];
 	static unsigned char buf[2][4096];
 
+	/* Writes: a lone read of the page cache would never reach the ring. */
 	for (int i = 0; i < 2; i++) {
-		treq_init(e, &t[i], BLK_OP_READ, (uint64_t)i * 4096);
+		treq_init(e, &t[i], BLK_OP_WRITE, (uint64_t)i * 4096);
 		t[i].iov[0] = (struct iovec){ buf[i], sizeof(buf[i]) };
 		t[i].r.iovcnt = 1;
 	}
@@ -406,11 +408,17 @@ static bool t_reaped_quiet(struct env *e)
 	return true;
 }
 
-/* A callback that queues more work on its own queue, as a device may. */
+/*
+ * A callback that queues more work on its own queue, as a device may.  A
+ * read the page cache answers may complete within the submit, its
+ * callback inside this one; but not without end, or a long chain would
+ * run the thread out of stack.
+ */
 struct chain {
 	struct treq t;
 	struct blk_queue *q;
 	int left;
+	int depth, deepest;
 };
 
 static void chain_cb(struct blk_req *r, int64_t res)
@@ -418,14 +426,18 @@ static void chain_cb(struct blk_req *r, int64_t res)
 	struct chain *c = container_of(r, struct chain, t.r);
 
 	c->t.res = res;
+	if (++c->depth > c->deepest)
+		c->deepest = c->depth;
 	if (res == 4096 && --c->left > 0) {
 		c->t.iov[0].iov_len = 4096;
 		c->t.r.iov = c->t.iov;
 		c->t.r.iovcnt = 1;
 		tadd(c->q, &c->t);
 		blk_queue_submit(c->q);
+		c->depth--;
 		return;
 	}
+	c->depth--;
 	__atomic_add_fetch(c->t.count, 1, __ATOMIC_RELAXED);
 }
 
@@ -440,6 +452,7 @@ static bool t_resubmit_from_callback(struct env *e)
 	c.t.r.iovcnt = 1;
 	REQUIRE(run(e, &c.t, 1));
 	REQUIRE(c.left == 0 && c.t.res == 4096);
+	REQUIRE(c.deepest <= 2);
 	return true;
 }
 
@@ -549,7 +562,11 @@ static bool t_direct(struct env *e, enum blk_aio aio)
 	t.iov[0] = (struct iovec){ r, 4096 };
 	t.iov[1] = (struct iovec){ r + 4096, 61440 };
 	t.r.iovcnt = 2;
-	REQUIRE(run(e, &t, 1) && t.res == 65536);
+	/* Alone, but O_DIRECT: never read within the submit, on the I/O thread. */
+	tadd(e->q, &t);
+	blk_queue_submit(e->q);
+	REQUIRE(!t.done);
+	REQUIRE(wait_count(e, 2) && t.res == 65536);
 	REQUIRE(memcmp(w, r, 65536) == 0);
 	free(w);
 	free(r);
@@ -697,7 +714,7 @@ static bool t_submit_refused_for_good(struct env *e)
 	REQUIRE(io1(e, BLK_OP_WRITE, 16384, buf, sizeof(buf), &res));
 	REQUIRE(res == -EIO && r.calls == 1);
 	REQUIRE(e->f->error_reported);
-	REQUIRE(io1(e, BLK_OP_READ, 16384, back, sizeof(back), &res));
+	REQUIRE(io1(e, BLK_OP_FLUSH, 0, NULL, 0, &res));
 	REQUIRE(res == -EIO && r.calls == 2);
 	blk_uring_set_submit(e->q, NULL, NULL);
 	REQUIRE(io1(e, BLK_OP_WRITE, 16384, buf, sizeof(buf), &res) && res == 4096);
@@ -756,7 +773,7 @@ static bool t_submit_refused_at_free(struct env *e)
 
 	blk_uring_set_submit(e->q, refusing_submit_at_free, &a);
 	/* One refusal now: the queue makes its retry timer. */
-	REQUIRE(io1(e, BLK_OP_READ, 0, buf, sizeof(buf), &res) && res == 4096);
+	REQUIRE(io1(e, BLK_OP_WRITE, 0, buf, sizeof(buf), &res) && res == 4096);
 	treq_init(e, &t, BLK_OP_READ, 4096);
 	t.iov[0] = (struct iovec){ buf, sizeof(buf) };
 	t.r.iovcnt = 1;
@@ -768,6 +785,128 @@ static bool t_submit_refused_at_free(struct env *e)
 	REQUIRE(a.fd >= 0 && timerfd_gettime(a.fd, &its) == 0);
 	REQUIRE(its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0);
 	close(a.fd);
+	return true;
+}
+
+/* Whether each page of [off, off + len) of path is in the page cache. */
+static bool resident(const char *path, off_t off, size_t len, const bool want[])
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned char vec[64];
+	size_t n = len / (size_t)pg;
+	int fd = open(path, O_RDONLY);
+	void *m;
+	bool same = fd >= 0 && n <= sizeof(vec);
+
+	m = same ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off) : MAP_FAILED;
+	same = m != MAP_FAILED && mincore(m, len, vec) == 0;
+	for (size_t i = 0; same && i < n; i++)
+		same = (vec[i] & 1) == want[i];
+	if (m != MAP_FAILED)
+		munmap(m, len);
+	if (fd >= 0)
+		close(fd);
+	return same;
+}
+
+/* Drops the file's clean pages, then reads [keep, keep + 4096) back in alone. */
+static bool evict_but(struct env *e, off_t keep)
+{
+	static unsigned char page[4096];
+	int fd = open(e->path, O_RDONLY);
+	bool ok = fd >= 0 && blk_file_flush(e->f) == 0 &&
+		  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0 &&
+		  posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) == 0 &&
+		  (keep < 0 || pread(fd, page, sizeof(page), keep) == sizeof(page));
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/*
+ * io_uring: a read that comes alone to its submit, of bytes the page
+ * cache holds, completes within the submit (its callback has run when
+ * blk_queue_submit() returns) without an io_uring submit.  A batch goes
+ * to the ring; so does a lone read of bytes the page cache does not hold
+ * (the callback comes later, from the ring), and of a read whose start
+ * alone is cached, the rest.
+ */
+static bool t_read_at_once(struct env *e)
+{
+	static unsigned char w[65536], r[2][4096];
+	struct refuse calls = { 0 };
+	struct treq t[2];
+	int64_t res;
+
+	blk_uring_set_submit(e->q, refusing_submit, &calls);
+	fill(w, sizeof(w), 41);
+	REQUIRE(io1(e, BLK_OP_WRITE, 0, w, sizeof(w), &res) && res == 65536);
+	REQUIRE(calls.calls == 1);
+
+	treq_init(e, &t[0], BLK_OP_READ, 8192);
+	t[0].iov[0] = (struct iovec){ r[0], 4096 };
+	t[0].r.iovcnt = 1;
+	tadd(e->q, &t[0]);
+	blk_queue_submit(e->q);
+	CHECK(t[0].done && t[0].res == 4096 && calls.calls == 1);
+	CHECK(memcmp(r[0], w + 8192, 4096) == 0);
+
+	for (int i = 0; i < 2; i++) {
+		treq_init(e, &t[i], BLK_OP_READ, 4096 + (uint64_t)i * 8192);
+		t[i].iov[0] = (struct iovec){ r[i], 4096 };
+		t[i].r.iovcnt = 1;
+		tadd(e->q, &t[i]);
+	}
+	blk_queue_submit(e->q);
+	CHECK(!t[0].done && !t[1].done && calls.calls == 2);
+	CHECK(wait_count(e, 4) && t[0].res == 4096 && t[1].res == 4096);
+	CHECK(memcmp(r[0], w + 4096, 4096) == 0 && memcmp(r[1], w + 12288, 4096) == 0);
+	blk_uring_set_submit(e->q, NULL, NULL);
+	return true;
+}
+
+/*
+ * Each case drops the file's pages first: a read the page cache missed
+ * starts a readahead, which would bring in the next case's.  The first
+ * case keeps none; the second keeps its first page, which is read within
+ * the submit, the rest in the ring (the split falls inside an iovec).
+ */
+static bool t_read_at_once_uncached(struct env *e)
+{
+	static unsigned char w[65536], r[8192];
+	static const struct { off_t keep; bool cached[2]; int iov0; } cases[] = {
+		{ -1, { false, false }, 8192 },
+		{ 0, { true, false }, 1000 },
+	};
+	struct refuse calls = { 0 };
+	struct treq t;
+	int64_t res;
+
+	blk_uring_set_submit(e->q, refusing_submit, &calls);
+	fill(w, sizeof(w), 43);
+	REQUIRE(io1(e, BLK_OP_WRITE, 0, w, sizeof(w), &res) && res == 65536);
+	for (int i = 0; i < 2; i++) {
+		off_t at = 16384 + i * 16384;
+
+		/* What the host keeps after DONTNEED decides whether this runs. */
+		if (!evict_but(e, cases[i].keep < 0 ? -1 : at + cases[i].keep) ||
+		    !resident(e->path, at, 8192, cases[i].cached)) {
+			skip_why = "the page cache kept the file's pages after "
+				   "POSIX_FADV_DONTNEED";
+			break;
+		}
+		memset(r, 0, sizeof(r));
+		treq_init(e, &t, BLK_OP_READ, (uint64_t)at);
+		t.iov[0] = (struct iovec){ r, (size_t)cases[i].iov0 };
+		t.iov[1] = (struct iovec){ r + cases[i].iov0, 8192 - (size_t)cases[i].iov0 };
+		t.r.iovcnt = cases[i].iov0 < 8192 ? 2 : 1;
+		tadd(e->q, &t);
+		blk_queue_submit(e->q);
+		CHECK(!t.done && calls.calls == 2 + i);
+		CHECK(wait_count(e, 2 + i) && t.res == 8192 && memcmp(r, w + at, 8192) == 0);
+	}
+	blk_uring_set_submit(e->q, NULL, NULL);
 	return true;
 }
 
@@ -1764,6 +1903,8 @@ int main(int argc, char **argv)
 		{ "free-inflight", t_free_inflight, NULL },
 		{ "batch-done", t_batch_done, NULL },
 		{ "reaped-quiet", t_reaped_quiet, NULL, true },
+		{ "read-at-once", t_read_at_once, NULL, true },
+		{ "read-at-once-uncached", t_read_at_once_uncached, NULL, true },
 	};
 	const char *d = getenv("BLK_TEST_DIR");
 
