@@ -48,6 +48,7 @@ struct blk_uring {
 	uint64_t retry_ns;	/* 0: no retry armed */
 	/* A read added with nothing before it: read at submit if it comes alone. */
 	struct blk_req *lone;
+	unsigned int added;	/* since the last submit */
 	bool in_lone_cb;	/* its callback is running: no second one inside */
 };
 
@@ -313,18 +314,33 @@ static bool uring_lone_ok(struct blk_uring *u, const struct blk_req *req)
 	       !__atomic_load_n(&u->q.f->no_nowait, __ATOMIC_RELAXED);
 }
 
+/*
+ * The first two requests of a submit: the first may be kept to be read
+ * at once, and the second sends it to the ring after all.  True when req
+ * was kept.  Out of line: the rest of a batch pays one count.
+ */
+static __attribute__((noinline)) bool uring_add_first(struct blk_uring *u,
+						      struct blk_req *req)
+{
+	if (u->added == 1) {
+		if (!uring_lone_ok(u, req))
+			return false;
+		u->lone = req;
+		return true;
+	}
+	if (u->lone) {
+		uring_queue(u, u->lone);
+		u->lone = NULL;
+	}
+	return false;
+}
+
 static void uring_add(struct blk_queue *q, struct blk_req *req)
 {
 	struct blk_uring *u = to_uring(q);
-	struct blk_req *lone = u->lone;
 
-	u->lone = NULL;
-	if (lone)
-		uring_queue(u, lone);
-	else if (uring_lone_ok(u, req)) {
-		u->lone = req;
+	if (unlikely(u->added++ < 2) && uring_add_first(u, req))
 		return;
-	}
 	uring_queue(u, req);
 }
 
@@ -361,6 +377,7 @@ static void uring_submit(struct blk_queue *q)
 	struct blk_req *lone = u->lone;
 
 	u->lone = NULL;
+	u->added = 0;
 	if (lone && !uring_read_now(u, lone))
 		uring_queue(u, lone);
 	uring_flush_sq(u);

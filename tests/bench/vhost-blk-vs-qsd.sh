@@ -401,6 +401,8 @@ if [ -n "$instr" ]; then
 				fi
 				echo "$r,$b,$depth,$n_ins,$ios" >>"$out/instructions-raw.csv"
 				say "round $r $b d$depth: $n_ins instructions for $ios I/Os"
+				# The profile behind the count: callgrind_annotate reads it.
+				mv "$out/callgrind.out" "$out/callgrind.$b.d$depth.out"
 			done
 		done
 	done
