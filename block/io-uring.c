@@ -301,7 +301,7 @@ static void uring_queue(struct blk_uring *u, struct blk_req *req)
  * O_DIRECT, is tried at once with preadv2(RWF_NOWAIT), which copies what
  * the page cache holds and never waits for the disk.  io_uring's own
  * first try of a buffered read is the same copy, but for one request its
- * submit and reap cost more than the copy's system call: 1.4x the CPU of
+ * submit and reap cost more than the copy's system call: 1.35x the CPU of
  * a 4 KiB page-cache read on this project's hosts (docs/benchmarks.md).
  * A batch goes to the ring, where one system call carries it all.  What
  * the page cache does not hold (-EAGAIN, or a short read: the rest) goes
