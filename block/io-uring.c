@@ -49,7 +49,12 @@ struct blk_uring {
 	/* A read added with nothing before it: read at submit if it comes alone. */
 	struct blk_req *lone;
 	unsigned int added;	/* since the last submit */
-	bool in_lone_cb;	/* its callback is running: no second one inside */
+	/*
+	 * Its callback (and batch end) is running: a read that adds is not
+	 * read at once inside it, or a callback that reads again would nest
+	 * without end and run the thread out of stack.
+	 */
+	bool in_lone_cb;
 };
 
 static struct blk_uring *to_uring(struct blk_queue *q)
@@ -169,6 +174,7 @@ static int uring_submit_real(struct io_uring *ring, void *opaque)
 }
 
 static void uring_retry_handler(void *opaque);
+static void uring_unkeep(struct blk_uring *u);
 
 /*
  * The kernel refused the SQ (short of memory, or something unexpected).
@@ -300,18 +306,31 @@ static void uring_queue(struct blk_uring *u, struct blk_req *req)
  * A read that comes alone to its submit, from a file that is not
  * O_DIRECT, is tried at once with preadv2(RWF_NOWAIT), which copies what
  * the page cache holds and never waits for the disk.  io_uring's own
- * first try of a buffered read is the same copy, but for one request its
- * submit and reap cost more than the copy's system call: 1.35x the CPU of
- * a 4 KiB page-cache read on this project's hosts (docs/benchmarks.md).
- * A batch goes to the ring, where one system call carries it all.  What
- * the page cache does not hold (-EAGAIN, or a short read: the rest) goes
- * to the ring as before.
+ * first try of a buffered read is the same copy, but one 4 KiB
+ * page-cache read through the ring (prepare, submit, reap) took 1.35x
+ * the CPU of the same read by preadv2 (docs/benchmarks.md).  A batch
+ * goes to the ring, where one system call carries it all.  What the page
+ * cache does not hold (-EAGAIN, or a short read: the rest) goes to the
+ * ring as before, and so does every read of a file system without
+ * RWF_NOWAIT (tmpfs, a memfd: EOPNOTSUPP, learnt once).
  */
 static bool uring_lone_ok(struct blk_uring *u, const struct blk_req *req)
 {
 	return req->op == BLK_OP_READ && !u->q.f->direct && !u->in_lone_cb &&
 	       !io_uring_sq_ready(&u->ring) && !u->over_head &&
 	       !__atomic_load_n(&u->q.f->no_nowait, __ATOMIC_RELAXED);
+}
+
+/*
+ * A read kept to be read at once goes to the ring after all: a second
+ * request joined it, or the queue is freed before its submit.
+ */
+static void uring_unkeep(struct blk_uring *u)
+{
+	if (u->lone) {
+		uring_queue(u, u->lone);
+		u->lone = NULL;
+	}
 }
 
 /*
@@ -328,10 +347,7 @@ static __attribute__((noinline)) bool uring_add_first(struct blk_uring *u,
 		u->lone = req;
 		return true;
 	}
-	if (u->lone) {
-		uring_queue(u, u->lone);
-		u->lone = NULL;
-	}
+	uring_unkeep(u);
 	return false;
 }
 
@@ -354,20 +370,26 @@ static bool uring_read_now(struct blk_uring *u, struct blk_req *req)
 		return false;
 	n = preadv2(f->fd, req->iov, req->iovcnt, (off_t)req->offset, RWF_NOWAIT);
 	if (n <= 0) {
-		/* A file system without it says so for every read: stop asking. */
-		if (n < 0 && errno == EOPNOTSUPP)
+		/*
+		 * A file system without it (or a kernel, or a seccomp filter)
+		 * says so for every read: stop asking.
+		 */
+		if (n < 0 && (errno == EOPNOTSUPP || errno == ENOSYS || errno == EPERM ||
+			      errno == EINVAL))
 			__atomic_store_n(&f->no_nowait, true, __ATOMIC_RELAXED);
 		return false;
 	}
 	req->done = (uint64_t)n;
-	if ((uint64_t)n < req->len) {
+	/* As a ring read that came back short: the rest goes on from there. */
+	if ((uint64_t)n != req->len) {
 		blk_iov_advance(req, (size_t)n);
-		return false;
+		if (req->iovcnt > 0)
+			return false;
 	}
 	u->in_lone_cb = true;
 	blk_req_finish(&u->q, req, n);
-	u->in_lone_cb = false;
 	blk_queue_batch_end(&u->q, 1);
+	u->in_lone_cb = false;
 	return true;
 }
 
@@ -545,9 +567,7 @@ static void uring_free(struct blk_queue *q)
 		u->retry_fd = -1;
 	}
 	/* Added and never submitted: the ring waits for it with the rest. */
-	if (u->lone)
-		uring_queue(u, u->lone);
-	u->lone = NULL;
+	uring_unkeep(u);
 	uring_fill_from_overflow(u);
 	uring_flush_sq(u);
 	while (u->inflight || u->over_head) {

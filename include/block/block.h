@@ -14,10 +14,12 @@ struct iothread;
  * blk_queue is one submission/completion channel on one I/O thread
  * (virtio-blk uses one per virtqueue).  Requests are staged with
  * blk_queue_add() and go to the kernel together at blk_queue_submit(), so
- * a batch of popped requests costs one syscall.  Completions run req->cb on
- * the queue's I/O thread; a read the page cache answers may complete
- * within blk_queue_submit() itself (its callback and its batch's end run
- * before the submit returns).
+ * a batch of popped requests costs one syscall.  Every add is followed by
+ * a submit before the handler that added returns: a request added and
+ * never submitted waits until the queue is freed.  Completions run
+ * req->cb on the queue's I/O thread; a read the page cache answers may
+ * complete within blk_queue_submit() itself (its callback and its batch's
+ * end run before the submit returns).
  */
 enum blk_aio { BLK_AIO_IO_URING, BLK_AIO_THREADS };
 enum blk_cache { BLK_CACHE_WRITEBACK, BLK_CACHE_NONE };
