@@ -48,7 +48,7 @@ struct blk_file {
 	bool no_punch_hole;
 	bool no_zero_range;
 	bool no_discard;	/* BLKDISCARD, block devices */
-	bool no_nowait;		/* preadv2(RWF_NOWAIT): EOPNOTSUPP */
+	bool no_nowait;		/* preadv2(RWF_NOWAIT) refused for good (EOPNOTSUPP...) */
 };
 
 /* QEMU's block permissions, the bits block/lock.c locks bytes for. */

@@ -161,11 +161,14 @@ static void preadv2_loop(int fd, struct iovec *iov, uint64_t blocks, double warm
 		 * Measuring, the clock every 64 reads: it would cost about as
 		 * much as the read.  In the warm-up (ios stays 0) every read.
 		 */
-		if (ios % 64 == 0 && (t = clock_ns(CLOCK_MONOTONIC)) >= t_meas && !measuring) {
+		if (ios % 64)
+			continue;
+		t = clock_ns(CLOCK_MONOTONIC);
+		if (!measuring && t >= t_meas) {
 			measuring = true;
 			cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 			t_meas = t;
-		} else if (measuring && ios % 64 == 0 && t >= t_end) {
+		} else if (measuring && t >= t_end) {
 			break;
 		}
 	}

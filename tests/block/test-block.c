@@ -848,9 +848,7 @@ static bool evict_but(struct env *e, off_t keep)
  * io_uring: a read that comes alone to its submit, of bytes the page
  * cache holds, completes within the submit (its callback has run when
  * blk_queue_submit() returns) without an io_uring submit.  A batch goes
- * to the ring; so does a lone read of bytes the page cache does not hold
- * (the callback comes later, from the ring), and of a read whose start
- * alone is cached, the rest.
+ * to the ring (the callbacks come later, from its reap).
  */
 static bool t_read_at_once(struct env *e)
 {
