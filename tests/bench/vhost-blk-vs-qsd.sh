@@ -41,7 +41,11 @@ usage: tests/bench/vhost-blk-vs-qsd.sh [options]
                       run at the deepest depth only (default 0,5000,20000);
                       uring-limit at a rate is the floor of CPU per I/O
   --backends LIST     of brisk, qsd (7.2), qsd11, uring-limit, fio,
-                      brisk-off, brisk-zero, brisk-polloff
+                      uring-limit-notify, brisk-off, brisk-zero,
+                      brisk-polloff; uring-limit-notify is the limit
+                      that also wakes a thread on the front-end's CPU
+                      after each batch, as every back end must wake
+                      its front end (uring-limit --notify write)
                       (default brisk,qsd,qsd11,uring-limit,fio;
                       io_uring-limit is fio)
   --variants          add brisk-off and brisk-zero: brisk built with
@@ -243,6 +247,7 @@ if [ -n "$tx_err" ]; then
 fi
 
 declare -A ver=([fio]=$(fio --version) [uring-limit]=liburing-$(pkg-config --modversion liburing 2>/dev/null))
+ver[uring-limit-notify]=${ver[uring-limit]}
 ver[qsd]=$(qemu-storage-daemon --version | sed -n '1s/.*version \([^ ]*\).*/\1/p')
 [ -f "$tx/ok" ] && ver[qsd11]=$(tx_run qemu-storage-daemon --version | sed -n '1s/.*version \([^ ]*\).*/\1/p')
 ver[brisk]=$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)
@@ -448,10 +453,12 @@ measure() { # measure ROUND BACKEND RING DEPTH CACHE DEVICE RATE
 	local what="round $r $b $ring q$queues d$depth $cache $dev rate $rate"
 	case $b in
 	fio) line=$(fio_limit "$depth" "$cache" "$dev") || return ;;
-	uring-limit)
+	uring-limit*)
 		line=$(taskset -c "$bcpu" "$main_build/tests/bench/uring-limit" --file "${dev_path[$dev]}" \
 			--depth $((depth * queues)) --seconds "$seconds" --warmup "$warmup" \
-			$([ "$cache" = none ] && echo --direct) --rate "$rate" 2>"$out/bench.err") || {
+			$([ "$cache" = none ] && echo --direct) --rate "$rate" \
+			$([ "$b" = uring-limit-notify ] && echo --notify write --notify-cpu "$fcpu") \
+			2>"$out/bench.err") || {
 			echo "$what: $(cat "$out/bench.err")" >>"$out/failed.txt"
 			say "$what: failed run, dropped: $(tail -n 1 "$out/failed.txt")"
 			return
@@ -544,7 +551,7 @@ for ((r = 0; r < rounds; r++)); do
 						fio)
 							[ "$rate" = 0 ] && measure "$r" "$b" - "$depth" "$cache" "$dev" 0
 							continue ;;
-						uring-limit)
+						uring-limit*)
 							# At a rate: the floor of CPU per I/O.
 							measure "$r" "$b" - "$depth" "$cache" "$dev" "$rate"
 							continue ;;
@@ -588,13 +595,13 @@ for k in sorted(points, key=order):
 open(out + '/medians.csv', 'w').write('\n'.join(lines) + '\n')
 if csv_only:
     print('\n'.join(lines))
-txt = ['%-14s %-6s %2s %5s %-9s %-8s %6s %9s %6s %9s %9s %9s' % (
+txt = ['%-18s %-6s %2s %5s %-9s %-8s %6s %9s %6s %9s %9s %9s' % (
     'backend', 'ring', 'q', 'depth', 'cache', 'device', 'rate', 'IOPS', 'spread',
     'cpu ns/IO', 'p50 us', 'p99 us')]
 for k in sorted(points, key=order):
     rs = points[k]
     b, ring, q, d, c, dev, rate = k
-    txt.append('%-14s %-6s %2s %5s %-9s %-8s %6s %9.0f %5.1f%% %9.0f %9.1f %9.1f' % (
+    txt.append('%-18s %-6s %2s %5s %-9s %-8s %6s %9.0f %5.1f%% %9.0f %9.1f %9.1f' % (
         b, ring, q, d, c, dev, rate, med(rs, 'iops'), 100 * spread(rs, 'iops'),
         med(rs, 'backend_cpu_ns_per_io'), med(rs, 'p50_ns') / 1e3, med(rs, 'p99_ns') / 1e3))
 # Ratios the goals are stated in, where both sides were measured.
@@ -622,7 +629,7 @@ for key in sorted(points, key=order):
         if qi and rate != '0':
             parts.append('p99 %.1f us vs %s %.1f us' % (get(b, ring, *at, 'p99_ns') / 1e3, qname,
                                                      get(qs, qring, *at, 'p99_ns') / 1e3))
-    for lim in ('uring-limit', 'fio'):
+    for lim in ('uring-limit', 'uring-limit-notify', 'fio'):
         li, lc = get(lim, '-', *at, 'iops'), get(lim, '-', *at, 'backend_cpu_ns_per_io')
         if li and rate == '0':
             parts.append('%.0f%% of %s' % (100 * bi / li, lim))
