@@ -39,15 +39,15 @@ usage: tests/bench/vhost-blk-vs-qsd.sh [options]
                       (default file)
   --rates LIST        offered IOPS, 0 = closed loop; the rates above 0
                       run at the deepest depth only (default 0,5000,20000);
-                      uring-limit at a rate is the floor of CPU per I/O
+                      uring-limit at a rate is the reference for CPU per
+                      I/O: the same reads, paced by its own timer
   --backends LIST     of brisk, qsd (7.2), qsd11, uring-limit, fio,
                       uring-limit-notify, brisk-off, brisk-zero,
-                      brisk-polloff; uring-limit-notify is the limit
-                      that also wakes a thread on the front-end's CPU
-                      after each batch, as every back end must wake
-                      its front end (uring-limit --notify write)
-                      (default brisk,qsd,qsd11,uring-limit,fio;
-                      io_uring-limit is fio)
+                      brisk-polloff (default brisk,qsd,qsd11,uring-limit,
+                      fio; io_uring-limit is fio); uring-limit-notify is
+                      uring-limit --notify write: after each batch it
+                      also wakes a thread on the front-end's CPU, as a
+                      back end wakes its front end
   --variants          add brisk-off and brisk-zero: brisk built with
                       auto_var_init=off, and =zero without the
                       BRISK_UNINITIALIZED opt-outs (brisk is =zero with them)
@@ -453,7 +453,7 @@ measure() { # measure ROUND BACKEND RING DEPTH CACHE DEVICE RATE
 	local what="round $r $b $ring q$queues d$depth $cache $dev rate $rate"
 	case $b in
 	fio) line=$(fio_limit "$depth" "$cache" "$dev") || return ;;
-	uring-limit*)
+	uring-limit | uring-limit-notify)
 		line=$(taskset -c "$bcpu" "$main_build/tests/bench/uring-limit" --file "${dev_path[$dev]}" \
 			--depth $((depth * queues)) --seconds "$seconds" --warmup "$warmup" \
 			$([ "$cache" = none ] && echo --direct) --rate "$rate" \
@@ -531,7 +531,7 @@ for b in "${back_l[@]}"; do echo "$b,$(peer_version "$b")"; done >"$out/versions
 	echo "fio: ${ver[fio]}; uring-limit: ${ver[uring-limit]}"
 	echo "brisk: ${ver[brisk]}"
 	echo "command: tests/bench/vhost-blk-vs-qsd.sh $args"
-	echo "front-end on CPU $fcpu, back-end, uring-limit and fio on CPU $bcpu; $rounds rounds of ${seconds}s after ${warmup}s"
+	echo "front-end (and uring-limit-notify's woken thread) on CPU $fcpu, back-end, uring-limit and fio on CPU $bcpu; $rounds rounds of ${seconds}s after ${warmup}s"
 } >"$out/info.txt"
 [ -n "$csv" ] || cat "$out/info.txt" >&2
 
@@ -551,8 +551,8 @@ for ((r = 0; r < rounds; r++)); do
 						fio)
 							[ "$rate" = 0 ] && measure "$r" "$b" - "$depth" "$cache" "$dev" 0
 							continue ;;
-						uring-limit*)
-							# At a rate: the floor of CPU per I/O.
+						uring-limit | uring-limit-notify)
+							# At a rate: the reference for CPU per I/O.
 							measure "$r" "$b" - "$depth" "$cache" "$dev" "$rate"
 							continue ;;
 						esac
