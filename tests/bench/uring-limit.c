@@ -10,8 +10,9 @@
  *
  * With --rate IOPS, read k is due at start + k / IOPS (at most N in
  * flight), and between them the loop sleeps in io_uring_enter until the
- * next one is due or a read completes: the floor of a back end's CPU per
- * I/O at that rate, which also has to wake for each request and read it.
+ * next one is due or a read completes: a reference for a back end's CPU
+ * per I/O at that rate, which also has to wake for each request and read
+ * it (not a lower bound: a timer wakes this loop, a kick the back end).
  *
  *   uring-limit --file F [--depth N] [--seconds S] [--warmup S] [--direct]
  *               [--rate IOPS] [--unregistered] [--notify write|sqe]
