@@ -457,9 +457,17 @@ static void run(struct bq *qs, int sock, uint64_t n, uint64_t measure_at, uint64
 		}
 		if (got)
 			continue;
-		if (opt.rate > 0 && budget)
-			wait = due > t ? due - t : 0;
-		if (opt.poll || !wait) {
+		/*
+		 * A request already due here found its queue full (fill took
+		 * every due one it could): it waits for an answer, asleep on
+		 * the call as a driver waits for its interrupt.  Spinning
+		 * instead, with interrupts off, would spare the back end the
+		 * call it pays at every other rate, and on a shared CPU would
+		 * keep the back end from running.
+		 */
+		if (opt.rate > 0 && budget && due > t)
+			wait = due - t;
+		if (opt.poll) {
 			/* Idle: a look at the back-end every millisecond or so. */
 			if (t - t_check > 1000000) {
 				struct pollfd p = { .fd = sock, .events = POLLIN | POLLRDHUP };
