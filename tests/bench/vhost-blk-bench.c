@@ -377,13 +377,16 @@ static void fill(struct bq *qs, int sock, uint64_t t)
 		t = now_ns();
 	}
 	if (opt.rate > 0) {
-		for (unsigned k = 0; budget && due <= t; k++) {
-			struct bq *q = &qs[k % opt.queues];
+		/* Across calls: a request made alone would otherwise always go to queue 0. */
+		static unsigned k;
+
+		for (; budget && due <= t; k = (k + 1) % opt.queues) {
+			struct bq *q = &qs[k];
 
 			if (!q->nfree)
 				break;
 			submit(q, q->free_slot[--q->nfree], due);
-			made[k % opt.queues]++;
+			made[k]++;
 			due += period;
 		}
 	} else {
@@ -458,12 +461,12 @@ static void run(struct bq *qs, int sock, uint64_t n, uint64_t measure_at, uint64
 		if (got)
 			continue;
 		/*
-		 * A request already due here found its queue full (fill took
-		 * every due one it could): it waits for an answer, asleep on
-		 * the call as a driver waits for its interrupt.  Spinning
-		 * instead, with interrupts off, would spare the back end the
-		 * call it pays at every other rate, and on a shared CPU would
-		 * keep the back end from running.
+		 * The next request comes due later: sleep until then.  One
+		 * already due found its queue full, and waits for an answer
+		 * as a driver waits for its interrupt: asleep on the call
+		 * (unless --poll).  Spinning instead spared the back end the
+		 * call it pays for every other answer, and on a CPU shared
+		 * with the back end kept it from running.
 		 */
 		if (opt.rate > 0 && budget && due > t)
 			wait = due - t;
