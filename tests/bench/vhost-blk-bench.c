@@ -6,8 +6,8 @@
  * eventfds (as a guest waits for interrupts) or polling the used rings.
  * Closed loop by default (an answered slot is reused at once); --rate
  * makes it open loop: request k is due at start + k / IOPS whatever
- * happened before, waits in the front end while all DEPTH slots of its
- * queue are busy, and its latency counts from when it was due, so a back
+ * happened before, goes to queue k mod QUEUES, waits in the front end
+ * while all DEPTH slots of that queue are busy, and its latency counts from when it was due, so a back
  * end that falls behind shows as queueing instead of as fewer requests
  * (no coordinated omission).  The rings are tests/virtio/vq-driver's and the protocol is
  * tests/vhost-user/vu-frontend's, so any vhost-user-blk back-end can be
@@ -91,6 +91,7 @@ static uint32_t *samples;
 static size_t nsamples;
 static uint64_t budget;		/* requests still to be made in this phase */
 static uint64_t due, period;	/* --rate: when the next request is due, ns between */
+static unsigned next_q;		/* --rate: the queue the next request goes to */
 static unsigned outstanding;	/* requests made and not answered */
 static uint64_t last_answer;	/* when the last answer came (or the first request went) */
 
@@ -377,16 +378,13 @@ static void fill(struct bq *qs, int sock, uint64_t t)
 		t = now_ns();
 	}
 	if (opt.rate > 0) {
-		/* Across calls: a request made alone would otherwise always go to queue 0. */
-		static unsigned k;
-
-		for (; budget && due <= t; k = (k + 1) % opt.queues) {
-			struct bq *q = &qs[k];
+		for (; budget && due <= t; next_q = (next_q + 1) % opt.queues) {
+			struct bq *q = &qs[next_q];
 
 			if (!q->nfree)
 				break;
 			submit(q, q->free_slot[--q->nfree], due);
-			made[k]++;
+			made[next_q]++;
 			due += period;
 		}
 	} else {
@@ -461,12 +459,14 @@ static void run(struct bq *qs, int sock, uint64_t n, uint64_t measure_at, uint64
 		if (got)
 			continue;
 		/*
-		 * The next request comes due later: sleep until then.  One
-		 * already due found its queue full, and waits for an answer
-		 * as a driver waits for its interrupt: asleep on the call
-		 * (unless --poll).  Spinning instead spared the back end the
-		 * call it pays for every other answer, and on a CPU shared
-		 * with the back end kept it from running.
+		 * Nothing answered: wait for an answer on the call (--poll:
+		 * spin), under --rate at most until the next request is due,
+		 * else at most 100 ms, so that check_backend runs.  A request
+		 * already due found its queue full: it waits as a driver
+		 * waits for its interrupt.  Spinning instead (interrupts off
+		 * on a split ring) would spare the back end the call it pays
+		 * for each answer, and on a CPU shared with the back end
+		 * would keep it from running.
 		 */
 		if (opt.rate > 0 && budget && due > t)
 			wait = due - t;

@@ -619,7 +619,8 @@ for key in sorted(points, key=order):
     if rate != '0':
         # A back end below the rate ran as a closed loop: its CPU per I/O is not a fixed-rate figure.
         slow = []
-        for n in ('brisk', 'qsd', 'qsd11', 'uring-limit', 'uring-limit-notify'):
+        for n in ('brisk', 'brisk-aa', 'brisk-cmp', 'brisk-off', 'brisk-zero', 'brisk-polloff',
+                  'qsd', 'qsd-aa', 'qsd11', 'qsd11-aa', 'uring-limit', 'uring-limit-notify'):
             nring = '-' if n.startswith('uring') else ring if (n, ring) + at in points else 'split'
             ni = get(n, nring, *at, 'iops')
             if ni is not None and ni < 0.98 * float(rate):
