@@ -608,6 +608,10 @@ for k in sorted(points, key=order):
 def get(b, ring, q, d, c, dev, rate, k):
     rs = points.get((b, ring, q, d, c, dev, rate))
     return med(rs, k) if rs else None
+def peer_ring(n, ring, at):
+    # qemu-storage-daemon has no packed rings: a packed row compares with
+    # its split.  The references have no ring.
+    return next((r for r in (ring, '-') if (n, r) + at in points), 'split')
 txt.append('')
 for key in sorted(points, key=order):
     b, ring, q, d, c, dev, rate = key
@@ -619,17 +623,15 @@ for key in sorted(points, key=order):
     if rate != '0':
         # A back end below the rate ran as a closed loop: its CPU per I/O is not a fixed-rate figure.
         slow = []
-        for n in ('brisk', 'brisk-aa', 'brisk-cmp', 'brisk-off', 'brisk-zero', 'brisk-polloff',
-                  'qsd', 'qsd-aa', 'qsd11', 'qsd11-aa', 'uring-limit', 'uring-limit-notify'):
-            nring = '-' if n.startswith('uring') else ring if (n, ring) + at in points else 'split'
+        for n in sorted({k[0] for k in points if k[2:] == at}):
+            nring = peer_ring(n, ring, at)
             ni = get(n, nring, *at, 'iops')
             if ni is not None and ni < 0.98 * float(rate):
                 slow.append(n if nring in (ring, '-') else n + ' split')
         if slow:
             parts.append('rate not reached by %s' % ', '.join(slow))
     for qs in ('qsd', 'qsd11'):
-        # qemu-storage-daemon has no packed rings: those compare with its split.
-        qring = ring if (qs, ring) + at in points else 'split'
+        qring = peer_ring(qs, ring, at)
         qi, qc = get(qs, qring, *at, 'iops'), get(qs, qring, *at, 'backend_cpu_ns_per_io')
         qname = qs if qring == ring else qs + ' split'
         if qi and qc:
