@@ -292,6 +292,28 @@ int arm_fdt_build(const struct arm_fdt_params *p, void *buf, size_t size)
 }
 
 /*
+ * libfdt 1.6.1's fdt_next_tag() adds a property's length to the offset
+ * in 32 bits, so a length of -12 ends the property where it began and
+ * fdt_check_full() walks it for ever.  Each tag must end past its start;
+ * the structure block then bounds the walk.
+ */
+static int check_tags_advance(const void *dtb)
+{
+	int offset = 0, next;
+	uint32_t tag;
+
+	do {
+		tag = fdt_next_tag(dtb, offset, &next);
+		if (next < 0)
+			return next;
+		if (next <= offset)
+			return -FDT_ERR_BADSTRUCTURE;
+		offset = next;
+	} while (tag != FDT_END);
+	return 0;
+}
+
+/*
  * libfdt trusts the header's sizes and offsets: check them against the
  * bytes read before anything walks the tree, then walk all of it once,
  * so a truncated or corrupt blob is refused here and not found out past
@@ -313,6 +335,11 @@ static int check_blob(const void *dtb, size_t size)
 	 */
 	if (!err && fdt_version(dtb) < 17)
 		err = -FDT_ERR_BADVERSION;
+	/* The specification's alignment, which libfdt's loads assume. */
+	if (!err && (fdt_off_mem_rsvmap(dtb) % 8 || fdt_off_dt_struct(dtb) % 4))
+		err = -FDT_ERR_BADOFFSET;
+	if (!err)
+		err = check_tags_advance(dtb);
 	return err ? err : fdt_check_full(dtb, fdt_totalsize(dtb));
 }
 

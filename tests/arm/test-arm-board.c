@@ -249,6 +249,30 @@ static void test_user_fdt(void)
 }
 
 /*
+ * Copies the blob at src to dst with n zero bytes inserted at offset at,
+ * every block the header places at or after at moved with them.
+ */
+static int shift_blocks(uint8_t *dst, const uint8_t *src, size_t total,
+			uint32_t at, uint32_t n)
+{
+	struct fdt_header *h = (struct fdt_header *)dst;
+
+	if (at > total)
+		return -1;
+	memcpy(dst, src, at);
+	memset(dst + at, 0, n);
+	memcpy(dst + at + n, src + at, total - at);
+	h->totalsize = cpu_to_fdt32(total + n);
+	if (fdt_off_mem_rsvmap(dst) >= at)
+		h->off_mem_rsvmap = cpu_to_fdt32(fdt_off_mem_rsvmap(dst) + n);
+	if (fdt_off_dt_struct(dst) >= at)
+		h->off_dt_struct = cpu_to_fdt32(fdt_off_dt_struct(dst) + n);
+	if (fdt_off_dt_strings(dst) >= at)
+		h->off_dt_strings = cpu_to_fdt32(fdt_off_dt_strings(dst) + n);
+	return 0;
+}
+
+/*
  * A blob read from a file is checked against the bytes read (devicetree
  * specification 0.4, 5.2: totalsize covers every block; 5.4: the
  * structure block's tokens, 5.5: the strings block) before any use.
@@ -297,6 +321,32 @@ static void test_user_fdt_bad(void)
 	memcpy(copy, user, total);
 	memset(copy + fdt_off_dt_struct(copy), 0x55, 4);
 	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
+	/*
+	 * A property's length (5.4.1: FDT_PROP, then len, nameoff, value)
+	 * that is -12 in 32 bits ends the property where it began: a walk
+	 * that trusts it stays on that property.
+	 */
+	memcpy(copy, user, total);
+	prop = fdt_first_property_offset(copy, 0);
+	CHECK(prop >= 0);
+	if (prop >= 0) {
+		fdt32_t *len = (fdt32_t *)(copy + fdt_off_dt_struct(copy) +
+					   prop + 4);
+		*len = cpu_to_fdt32(0xfffffff4);
+	}
+	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
+	CHECK(arm_fdt_patch_user(copy, total, out, sizeof(out), &p) == -1);
+	/*
+	 * 5.3: the reservation block is 8-byte aligned; 5.4: the structure
+	 * block is 4-byte aligned.  Blocks moved whole, so that only the
+	 * alignment is wrong.
+	 */
+	CHECK(shift_blocks(copy, user, total, fdt_off_dt_struct(user), 2) == 0);
+	CHECK(arm_fdt_check_user(copy, total + 2, "t") == -1);
+	CHECK(shift_blocks(copy, user, total, fdt_off_dt_struct(user), 4) == 0);
+	CHECK(arm_fdt_check_user(copy, total + 4, "t") == 0);
+	CHECK(shift_blocks(copy, user, total, fdt_off_mem_rsvmap(user), 4) == 0);
+	CHECK(arm_fdt_check_user(copy, total + 4, "t") == -1);
 }
 
 /*
