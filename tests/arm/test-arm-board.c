@@ -248,6 +248,16 @@ static void test_user_fdt(void)
 	CHECK(arm_fdt_patch_user(user, sizeof(user), out, 64, &p) == -1);	/* no room */
 }
 
+/* Word n of the root's first property: 0 its tag, 1 its length, 2 its name. */
+static fdt32_t *first_prop_word(uint8_t *blob, int n)
+{
+	int prop = fdt_first_property_offset(blob, 0);
+
+	if (prop < 0)
+		return NULL;
+	return (fdt32_t *)(blob + fdt_off_dt_struct(blob) + prop) + n;
+}
+
 /*
  * Copies the blob at src to dst with n zero bytes inserted at offset at,
  * every block the header places at or after at moved with them.
@@ -303,14 +313,11 @@ static void test_user_fdt_bad(void)
 	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
 	/* A property whose name offset points past the strings block. */
 	memcpy(copy, user, total);
-	int prop = fdt_first_property_offset(copy, 0);
+	fdt32_t *word = first_prop_word(copy, 2);
 
-	CHECK(prop >= 0);
-	if (prop >= 0) {
-		fdt32_t *nameoff = (fdt32_t *)(copy + fdt_off_dt_struct(copy) +
-					       prop + 8);
-		*nameoff = cpu_to_fdt32(0x10000);
-	}
+	CHECK(word != NULL);
+	if (word)
+		*word = cpu_to_fdt32(0x10000);
 	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
 	CHECK(arm_fdt_patch_user(copy, total, out, sizeof(out), &p) == -1);
 	/* Before version 17 the header lacks the structure block's size. */
@@ -327,13 +334,10 @@ static void test_user_fdt_bad(void)
 	 * that trusts it stays on that property.
 	 */
 	memcpy(copy, user, total);
-	prop = fdt_first_property_offset(copy, 0);
-	CHECK(prop >= 0);
-	if (prop >= 0) {
-		fdt32_t *len = (fdt32_t *)(copy + fdt_off_dt_struct(copy) +
-					   prop + 4);
-		*len = cpu_to_fdt32(0xfffffff4);
-	}
+	word = first_prop_word(copy, 1);
+	CHECK(word != NULL);
+	if (word)
+		*word = cpu_to_fdt32(0xfffffff4);
 	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
 	CHECK(arm_fdt_patch_user(copy, total, out, sizeof(out), &p) == -1);
 	/*
