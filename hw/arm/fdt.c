@@ -8,6 +8,7 @@
  * pci/host-generic-pci, pci/pci-msi) and QEMU's pvpanic-mmio.
  */
 #include <libfdt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -292,25 +293,42 @@ int arm_fdt_build(const struct arm_fdt_params *p, void *buf, size_t size)
 }
 
 /*
- * libfdt 1.6.1's fdt_next_tag() adds a property's length to the offset
- * in 32 bits, so a length of -12 ends the property where it began and
- * fdt_check_full() walks it for ever.  Each tag must end past its start;
- * the structure block then bounds the walk.
+ * libfdt 1.6.1's fdt_next_tag() adds a property's length to its offset
+ * in 32 bits: a length of -12 ends the property where it began, and
+ * fdt_check_full() walks it for ever; -1 to -3 end it just past its
+ * header with a length no reader can use.  No property is longer than
+ * the structure block that holds it (libfdt 1.7 refuses the same), and
+ * then every tag ends past its start, so this walk ends too.  5.4.2:
+ * the block begins with the root node, which 1.6.1 does not ask for.
  */
-static int check_tags_advance(const void *dtb)
+static int check_tags(const void *dtb)
 {
+	const struct fdt_property *prop;
 	int offset = 0, next;
+	bool root = false;
 	uint32_t tag;
 
 	do {
 		tag = fdt_next_tag(dtb, offset, &next);
 		if (next < 0)
 			return next;
-		if (next <= offset)
+		if (!root && tag != FDT_NOP && tag != FDT_BEGIN_NODE)
 			return -FDT_ERR_BADSTRUCTURE;
+		root |= tag == FDT_BEGIN_NODE;
+		if (tag == FDT_PROP) {
+			prop = fdt_offset_ptr(dtb, offset, sizeof(*prop));
+			if (!prop || fdt32_to_cpu(prop->len) > fdt_size_dt_struct(dtb))
+				return -FDT_ERR_BADSTRUCTURE;
+		}
 		offset = next;
 	} while (tag != FDT_END);
 	return 0;
+}
+
+/* libfdt 1.6.1's fdt_strerror() predates its FDT_ERR_ALIGNMENT. */
+static const char *dtb_strerror(int err)
+{
+	return err == -FDT_ERR_ALIGNMENT ? "FDT_ERR_ALIGNMENT" : fdt_strerror(err);
 }
 
 /*
@@ -337,9 +355,9 @@ static int check_blob(const void *dtb, size_t size)
 		err = -FDT_ERR_BADVERSION;
 	/* The specification's alignment, which libfdt's loads assume. */
 	if (!err && (fdt_off_mem_rsvmap(dtb) % 8 || fdt_off_dt_struct(dtb) % 4))
-		err = -FDT_ERR_BADOFFSET;
+		err = -FDT_ERR_ALIGNMENT;
 	if (!err)
-		err = check_tags_advance(dtb);
+		err = check_tags(dtb);
 	return err ? err : fdt_check_full(dtb, fdt_totalsize(dtb));
 }
 
@@ -349,7 +367,7 @@ int arm_fdt_check_user(const void *dtb, size_t size, const char *name)
 
 	if (err)
 		error_report("-dtb '%s': not a usable device tree blob: %s", name,
-			     fdt_strerror(err));
+			     dtb_strerror(err));
 	return err ? -1 : 0;
 }
 
@@ -365,7 +383,7 @@ int arm_fdt_patch_user(const void *dtb, size_t dtb_size, void *buf,
 	err = check_blob(dtb, dtb_size);
 	if (err) {
 		error_report("-dtb: not a usable device tree blob: %s",
-			     fdt_strerror(err));
+			     dtb_strerror(err));
 		return -1;
 	}
 	err = fdt_open_into(dtb, buf, size);

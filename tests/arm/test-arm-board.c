@@ -17,6 +17,7 @@
 #include "util/compiler.h"
 #include "util/guest-mem.h"
 
+#include "capture.h"
 #include "check.h"
 
 static uint8_t fdt[ARM_FDT_MAX];
@@ -267,7 +268,7 @@ static int shift_blocks(uint8_t *dst, const uint8_t *src, size_t total,
 {
 	struct fdt_header *h = (struct fdt_header *)dst;
 
-	if (at > total)
+	if (at < sizeof(*h) || at > total)
 		return -1;
 	memcpy(dst, src, at);
 	memset(dst + at, 0, n);
@@ -292,6 +293,7 @@ static void test_user_fdt_bad(void)
 	static uint8_t user[4096], out[8192], copy[4096];
 	struct arm_fdt_params p = { .bootargs = "root=/dev/vda" };
 	struct fdt_header *h = (struct fdt_header *)copy;
+	char line[256];
 	size_t total;
 
 	CHECK(fdt_create_empty_tree(user, sizeof(user)) == 0);
@@ -340,6 +342,26 @@ static void test_user_fdt_bad(void)
 		*word = cpu_to_fdt32(0xfffffff4);
 	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
 	CHECK(arm_fdt_patch_user(copy, total, out, sizeof(out), &p) == -1);
+	/* -1 on an empty property ends it past its start, but is no length. */
+	CHECK(fdt_create_empty_tree(copy, sizeof(copy)) == 0);
+	CHECK(fdt_setprop_empty(copy, 0, "empty") == 0);
+	CHECK(fdt_pack(copy) == 0);
+	CHECK(arm_fdt_check_user(copy, fdt_totalsize(copy), "t") == 0);
+	word = first_prop_word(copy, 1);
+	CHECK(word != NULL);
+	if (word)
+		*word = cpu_to_fdt32(0xffffffff);
+	CHECK(arm_fdt_check_user(copy, fdt_totalsize(copy), "t") == -1);
+	/* 5.4.2: the structure block begins with the root node ... */
+	memcpy(copy, user, total);
+	*(fdt32_t *)(copy + fdt_off_dt_struct(copy)) = cpu_to_fdt32(FDT_END);
+	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
+	/* ... after any FDT_NOP (5.4.1). */
+	CHECK(shift_blocks(copy, user, total, fdt_off_dt_struct(user), 4) == 0);
+	h->off_dt_struct = cpu_to_fdt32(fdt_off_dt_struct(copy) - 4);
+	h->size_dt_struct = cpu_to_fdt32(fdt_size_dt_struct(copy) + 4);
+	*(fdt32_t *)(copy + fdt_off_dt_struct(copy)) = cpu_to_fdt32(FDT_NOP);
+	CHECK(arm_fdt_check_user(copy, total + 4, "t") == 0);
 	/*
 	 * 5.3: the reservation block is 8-byte aligned; 5.4: the structure
 	 * block is 4-byte aligned.  Blocks moved whole, so that only the
@@ -350,7 +372,10 @@ static void test_user_fdt_bad(void)
 	CHECK(shift_blocks(copy, user, total, fdt_off_dt_struct(user), 4) == 0);
 	CHECK(arm_fdt_check_user(copy, total + 4, "t") == 0);
 	CHECK(shift_blocks(copy, user, total, fdt_off_mem_rsvmap(user), 4) == 0);
+	capture_begin();
 	CHECK(arm_fdt_check_user(copy, total + 4, "t") == -1);
+	CHECK(capture_end(line, sizeof(line)) == 1);
+	CHECK(strstr(line, "-dtb 't': not a usable device tree blob: FDT_ERR_ALIGNMENT"));
 }
 
 /*

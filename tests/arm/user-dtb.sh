@@ -23,11 +23,36 @@ tap_check "a tree to start from" [ $? -eq 0 ]
 size=$(stat -c %s "$tmp/user.dtb")
 head -c $((size - 100)) "$tmp/user.dtb" >"$tmp/short.dtb"
 head -c 20 "$tmp/user.dtb" >"$tmp/header.dtb"
-# Devicetree specification 5.2: off_dt_struct is the big-endian word at
-# byte 8; its first token is FDT_BEGIN_NODE (1): make it 0x55555555.
+# get32 FILE OFFSET, put32 FILE OFFSET VALUE: a big-endian word, as
+# every field of a blob is (devicetree specification 5.2).
+get32() { od -An -tu1 -j"$2" -N4 "$1" | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 }'; }
+put32() {
+	# shellcheck disable=SC2059
+	printf "$(printf '\\x%02x' $(($3 >> 24 & 255)) $(($3 >> 16 & 255)) \
+		$(($3 >> 8 & 255)) $(($3 & 255)))" |
+		dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+# 5.2: off_dt_struct is the word at byte 8; the block's first token is
+# FDT_BEGIN_NODE (1): make it 0x55555555.
 cp "$tmp/user.dtb" "$tmp/bad.dtb"
-struct=$(od -An -tu1 -j8 -N4 "$tmp/bad.dtb" | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 }')
-printf 'UUUU' | dd of="$tmp/bad.dtb" bs=1 seek="$struct" conv=notrunc 2>/dev/null
+struct=$(get32 "$tmp/bad.dtb" 8)
+put32 "$tmp/bad.dtb" "$struct" $((0x55555555))
+tap_check "the corrupt blob's first token is 0x55555555" \
+	[ "$(get32 "$tmp/bad.dtb" "$struct")" -eq $((0x55555555)) ]
+# 5.4.1: the root node's name is empty (a padded word), then its first
+# property: FDT_PROP (3), its length, its name.  A length of -12 in 32
+# bits ends the property where it began.
+cp "$tmp/user.dtb" "$tmp/loop.dtb"
+tap_check "the root's first token is a property" [ "$(get32 "$tmp/loop.dtb" $((struct + 8)))" -eq 3 ]
+put32 "$tmp/loop.dtb" $((struct + 12)) $((0xfffffff4))
+# 5.3: the reservation block (at the word at byte 16) is 8-byte aligned:
+# 4 bytes before it move it and every block after it (the total size and
+# the three offsets, bytes 4 to 19, grow by 4).
+rsv=$(get32 "$tmp/user.dtb" 16)
+{ head -c "$rsv" "$tmp/user.dtb"; head -c 4 /dev/zero; tail -c +$((rsv + 1)) "$tmp/user.dtb"; } >"$tmp/align.dtb"
+for at in 4 8 12 16; do
+	put32 "$tmp/align.dtb" $at $(($(get32 "$tmp/align.dtb" $at) + 4))
+done
 # An Image header (booting.rst): magic "ARM\x64" at 56, image_size 1 MiB.
 { head -c 16 /dev/zero; printf '\0\0\x10\0\0\0\0\0'; head -c 32 /dev/zero
   printf 'ARM\x64'; head -c 4100 /dev/zero; } >"$tmp/Image"
@@ -47,6 +72,9 @@ refused "corrupt, dumpdtb" "$tmp/bad.dtb" -M virt,dumpdtb="$tmp/out.dtb"
 refused "truncated, -kernel" "$tmp/short.dtb" -kernel "$tmp/Image" -m 256M
 refused "corrupt, -kernel" "$tmp/bad.dtb" -kernel "$tmp/Image" -m 256M
 refused "cut in its header" "$tmp/header.dtb" -M virt,dumpdtb="$tmp/out.dtb"
+refused "a property that ends where it began" "$tmp/loop.dtb" -M virt,dumpdtb="$tmp/out.dtb"
+refused "a misaligned reservation block" "$tmp/align.dtb" -M virt,dumpdtb="$tmp/out.dtb"
+tap_check "... that says what is wrong" grep -q "FDT_ERR_ALIGNMENT" "$tmp/err"
 
 "${run[@]}" -M virt,dumpdtb="$tmp/out.dtb" -dtb "$tmp/user.dtb" -m 2G \
 	-append "console=ttyAMA0 new" 2>"$tmp/err"
