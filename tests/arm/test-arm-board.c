@@ -249,14 +249,18 @@ static void test_user_fdt(void)
 	CHECK(arm_fdt_patch_user(user, sizeof(user), out, 64, &p) == -1);	/* no room */
 }
 
-/* Word n of the root's first property: 0 its tag, 1 its length, 2 its name. */
-static fdt32_t *first_prop_word(uint8_t *blob, int n)
+/*
+ * Sets word n of the root's first property (0 its tag, 1 its length,
+ * 2 its name); false if the root has no property.
+ */
+static bool set_first_prop_word(uint8_t *blob, int n, uint32_t value)
 {
 	int prop = fdt_first_property_offset(blob, 0);
 
 	if (prop < 0)
-		return NULL;
-	return (fdt32_t *)(blob + fdt_off_dt_struct(blob) + prop) + n;
+		return false;
+	((fdt32_t *)(blob + fdt_off_dt_struct(blob) + prop))[n] = cpu_to_fdt32(value);
+	return true;
 }
 
 /*
@@ -315,11 +319,7 @@ static void test_user_fdt_bad(void)
 	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
 	/* A property whose name offset points past the strings block. */
 	memcpy(copy, user, total);
-	fdt32_t *word = first_prop_word(copy, 2);
-
-	CHECK(word != NULL);
-	if (word)
-		*word = cpu_to_fdt32(0x10000);
+	CHECK(set_first_prop_word(copy, 2, 0x10000));
 	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
 	CHECK(arm_fdt_patch_user(copy, total, out, sizeof(out), &p) == -1);
 	/* Before version 17 the header lacks the structure block's size. */
@@ -336,10 +336,7 @@ static void test_user_fdt_bad(void)
 	 * that trusts it stays on that property.
 	 */
 	memcpy(copy, user, total);
-	word = first_prop_word(copy, 1);
-	CHECK(word != NULL);
-	if (word)
-		*word = cpu_to_fdt32(0xfffffff4);
+	CHECK(set_first_prop_word(copy, 1, 0xfffffff4));
 	CHECK(arm_fdt_check_user(copy, total, "t") == -1);
 	CHECK(arm_fdt_patch_user(copy, total, out, sizeof(out), &p) == -1);
 	/* -1 on an empty property ends it past its start, but is no length. */
@@ -347,10 +344,7 @@ static void test_user_fdt_bad(void)
 	CHECK(fdt_setprop_empty(copy, 0, "empty") == 0);
 	CHECK(fdt_pack(copy) == 0);
 	CHECK(arm_fdt_check_user(copy, fdt_totalsize(copy), "t") == 0);
-	word = first_prop_word(copy, 1);
-	CHECK(word != NULL);
-	if (word)
-		*word = cpu_to_fdt32(0xffffffff);
+	CHECK(set_first_prop_word(copy, 1, 0xffffffff));
 	CHECK(arm_fdt_check_user(copy, fdt_totalsize(copy), "t") == -1);
 	/* 5.4.2: the structure block begins with the root node ... */
 	memcpy(copy, user, total);
