@@ -9,7 +9,8 @@
  * happened before, goes to queue k mod QUEUES, waits in the front end
  * while all DEPTH slots of that queue are busy, and its latency counts
  * from when it was due, so a back end that falls behind shows as
- * queueing instead of as fewer requests (no coordinated omission).  The rings are tests/virtio/vq-driver's and the protocol is
+ * queueing instead of as fewer requests (no coordinated omission).
+ * The rings are tests/virtio/vq-driver's and the protocol is
  * tests/vhost-user/vu-frontend's, so any vhost-user-blk back-end can be
  * driven: brisk -export, qemu-storage-daemon --export vhost-user-blk...
  *
